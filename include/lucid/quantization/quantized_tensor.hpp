@@ -1,0 +1,38 @@
+// QuantizedTensor: codes in their dtype's real storage plus the QParams beside them.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "lucid/quantization/qparams.hpp"
+#include "lucid/quantization/tensor.hpp"
+
+namespace lucid::quantization {
+
+/// The seed's "sidecar" design: integer codes and the parameters that map
+/// them back to reals, kept together. Codes are stored as the dtype says
+/// (quint8 in uint8, qint4 packed two per byte, ...).
+class QuantizedTensor {
+ public:
+  QuantizedTensor() = default;
+  /// Wraps existing storage. Throws Error when qparams do not fit `shape` or
+  /// `storage` is not exactly qparams.qdtype.storage_bytes(numel) bytes long.
+  QuantizedTensor(Shape shape, QParams qparams, std::vector<std::uint8_t> storage);
+
+  const Shape& shape() const { return shape_; }
+  std::int64_t numel() const { return shape_numel(shape_); }
+  const QParams& qparams() const { return qparams_; }
+  const QDtype& qdtype() const { return qparams_.qdtype; }
+  /// The raw storage bytes.
+  std::span<const std::uint8_t> storage() const { return storage_; }
+  /// All codes unpacked to int32, row-major (PyTorch's int_repr()).
+  std::vector<std::int32_t> int_repr() const;
+
+ private:
+  Shape shape_;
+  QParams qparams_;
+  std::vector<std::uint8_t> storage_;
+};
+
+}  // namespace lucid::quantization

@@ -1,0 +1,56 @@
+// Internal: which (scale, zero_point) slot each element of a tensor uses.
+#pragma once
+
+#include <cstdint>
+
+#include "lucid/quantization/qparams.hpp"
+#include "lucid/quantization/tensor.hpp"
+
+namespace lucid::quantization::detail {
+
+/// The tensor seen as [outer, dim, inner] around the quantization axis, and
+/// the rule that maps an element (o, d, i) to its parameter slot.
+struct ParamLayout {
+  enum class Kind { per_tensor, per_channel, per_group };
+  Kind kind = Kind::per_tensor;
+  std::int64_t outer = 1;
+  std::int64_t dim = 1;
+  std::int64_t inner = 1;
+  std::int64_t group_size = 0;  // per_group only
+  std::int64_t groups = 1;      // ceil(dim / group_size), per_group only
+
+  /// The layout for `qscheme` / `axis` / `group_size` on `shape`; the axis must be valid.
+  static ParamLayout make(const Shape& shape, QScheme qscheme, int axis, std::int64_t group_size);
+
+  /// Number of parameter slots.
+  std::int64_t slots() const {
+    switch (kind) {
+      case Kind::per_tensor: return 1;
+      case Kind::per_channel: return dim;
+      case Kind::per_group: return outer * groups * inner;
+    }
+    return 1;
+  }
+  /// The slot of element (o, d, i).
+  std::int64_t slot(std::int64_t o, std::int64_t d, std::int64_t i) const {
+    switch (kind) {
+      case Kind::per_tensor: return 0;
+      case Kind::per_channel: return d;
+      case Kind::per_group: return (o * groups + d / group_size) * inner + i;
+    }
+    return 0;
+  }
+
+  /// Calls f(flat_index, slot) for every element in row-major order.
+  template <class F>
+  void for_each(F&& f) const {
+    std::int64_t flat = 0;
+    for (std::int64_t o = 0; o < outer; ++o) {
+      for (std::int64_t d = 0; d < dim; ++d) {
+        for (std::int64_t i = 0; i < inner; ++i, ++flat) f(flat, slot(o, d, i));
+      }
+    }
+  }
+};
+
+}  // namespace lucid::quantization::detail

@@ -1,0 +1,212 @@
+// QParams construction and validation, and calculate_qparams (seed 000 / PyTorch formulas).
+#include "lucid/quantization/qparams.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <tuple>
+
+#include "core/param_layout.hpp"
+#include "lucid/quantization/error.hpp"
+
+namespace lucid::quantization {
+namespace {
+
+std::string float_text(double value) {
+  std::ostringstream out;
+  out.precision(9);
+  out << value;
+  return out.str();
+}
+
+void check_min_max(float min_val, float max_val, const std::string& where) {
+  if (!std::isfinite(min_val)) {
+    throw Error(where + ": min = " + float_text(min_val) + " (expected a finite value)");
+  }
+  if (!std::isfinite(max_val)) {
+    throw Error(where + ": max = " + float_text(max_val) + " (expected a finite value)");
+  }
+  if (min_val > max_val) {
+    throw Error(where + ": min = " + float_text(min_val) + " is greater than max = " +
+                float_text(max_val) + " (expected min <= max)");
+  }
+}
+
+void check_eps(float eps) {
+  if (!(std::isfinite(eps) && eps > 0.0f)) {
+    throw Error("calculate_qparams: eps = " + float_text(eps) + " (expected a finite value > 0)");
+  }
+}
+
+// One (scale, zero_point) pair, computed in float32 exactly as PyTorch's
+// observers do so that results agree bit for bit.
+std::pair<float, std::int32_t> qparams_for_range(float min_val, float max_val, QScheme qscheme,
+                                                 const QDtype& qdtype, float eps) {
+  const float min_neg = std::min(min_val, 0.0f);
+  const float max_pos = std::max(max_val, 0.0f);
+  const auto qmin = static_cast<double>(qdtype.quant_min());
+  const auto qmax = static_cast<double>(qdtype.quant_max());
+  float scale;
+  if (is_symmetric(qscheme)) {
+    const float half_range = static_cast<float>((qmax - qmin) / 2.0);
+    scale = std::max(-min_neg, max_pos) / half_range;
+  } else {
+    scale = (max_pos - min_neg) / static_cast<float>(qmax - qmin);
+    if (!std::isfinite(scale)) {  // max - min overflowed float32: redo it in double
+      scale = static_cast<float>((static_cast<double>(max_pos) - min_neg) / (qmax - qmin));
+    }
+  }
+  scale = std::max(scale, eps);
+  if (is_symmetric(qscheme)) {
+    return {scale, static_cast<std::int32_t>(qdtype.symmetric_zero_point())};
+  }
+  const double shifted = qmin - static_cast<double>(std::nearbyint(min_neg / scale));
+  return {scale, static_cast<std::int32_t>(std::clamp(shifted, qmin, qmax))};
+}
+
+}  // namespace
+
+QParams QParams::per_tensor(float scale, std::int32_t zero_point, QDtype qdtype, QScheme qscheme) {
+  QParams q;
+  q.qscheme = qscheme;
+  q.qdtype = qdtype;
+  q.scale = {scale};
+  q.zero_point = {zero_point};
+  if (is_per_channel(qscheme)) {
+    throw Error("QParams::per_tensor: qscheme = " + to_string(qscheme) +
+                " (expected per_tensor_affine or per_tensor_symmetric)");
+  }
+  q.validate();
+  return q;
+}
+
+QParams QParams::per_channel(std::vector<float> scale, std::vector<std::int32_t> zero_point,
+                             int ch_axis, QDtype qdtype, QScheme qscheme) {
+  return per_group(std::move(scale), std::move(zero_point), ch_axis, 0, qdtype, qscheme);
+}
+
+QParams QParams::per_group(std::vector<float> scale, std::vector<std::int32_t> zero_point,
+                           int ch_axis, std::int64_t group_size, QDtype qdtype, QScheme qscheme) {
+  if (!is_per_channel(qscheme)) {
+    throw Error("QParams: qscheme = " + to_string(qscheme) +
+                " with per-channel parameters (expected per_channel_affine or "
+                "per_channel_symmetric)");
+  }
+  QParams q;
+  q.qscheme = qscheme;
+  q.qdtype = qdtype;
+  q.scale = std::move(scale);
+  q.zero_point = std::move(zero_point);
+  q.ch_axis = ch_axis;
+  q.group_size = group_size;
+  q.validate();
+  return q;
+}
+
+Shape QParams::param_shape(const Shape& input_shape) const {
+  if (!is_per_channel(qscheme)) return {};
+  const auto axis = static_cast<std::size_t>(normalize_axis(ch_axis, input_shape.size(), "ch_axis"));
+  if (group_size == 0) return {input_shape[axis]};
+  Shape shape = input_shape;
+  shape[axis] = (shape[axis] + group_size - 1) / group_size;
+  return shape;
+}
+
+void QParams::validate() const {
+  if (scale.size() != zero_point.size()) {
+    throw Error("QParams: scale has " + std::to_string(scale.size()) + " entries but zero_point has " +
+                std::to_string(zero_point.size()) + " (expected equal lengths)");
+  }
+  if (!is_per_channel(qscheme) && scale.size() != 1) {
+    throw Error("QParams: " + to_string(qscheme) + " has " + std::to_string(scale.size()) +
+                " scales (expected exactly 1)");
+  }
+  if (group_size < 0 || (group_size > 0 && !is_per_channel(qscheme))) {
+    throw Error("QParams: group_size = " + std::to_string(group_size) + " with " +
+                to_string(qscheme) +
+                " (expected 0, or > 0 together with a per-channel scheme for per-group)");
+  }
+  for (std::size_t i = 0; i < scale.size(); ++i) {
+    if (!(std::isfinite(scale[i]) && scale[i] > 0.0f)) {
+      throw Error("QParams: scale[" + std::to_string(i) + "] = " + float_text(scale[i]) +
+                  " (expected a finite value > 0)");
+    }
+    const std::int64_t z = zero_point[i];
+    if (z < qdtype.quant_min() || z > qdtype.quant_max()) {
+      throw Error("QParams: zero_point[" + std::to_string(i) + "] = " + std::to_string(z) +
+                  " is outside " + qdtype.name() + " (expected " +
+                  std::to_string(qdtype.quant_min()) + " <= zero_point <= " +
+                  std::to_string(qdtype.quant_max()) + ")");
+    }
+    if (is_symmetric(qscheme) && z != qdtype.symmetric_zero_point()) {
+      throw Error("QParams: zero_point[" + std::to_string(i) + "] = " + std::to_string(z) +
+                  " with " + to_string(qscheme) + " on " + qdtype.name() + " (expected " +
+                  std::to_string(qdtype.symmetric_zero_point()) + ", the pinned zero point)");
+    }
+  }
+}
+
+void QParams::validate_for(const Shape& input_shape) const {
+  validate();
+  const Shape expected_shape = param_shape(input_shape);
+  const std::int64_t expected = shape_numel(expected_shape);
+  if (static_cast<std::int64_t>(scale.size()) != expected) {
+    throw Error("QParams: " + std::to_string(scale.size()) + " scales for input shape " +
+                to_string(input_shape) + " with " + describe(*this) + " (expected " +
+                std::to_string(expected) + ", parameter shape " + to_string(expected_shape) + ")");
+  }
+}
+
+QParams calculate_qparams(float min_val, float max_val, QScheme qscheme, QDtype qdtype,
+                          float eps) {
+  if (is_per_channel(qscheme)) {
+    throw Error("calculate_qparams: qscheme = " + to_string(qscheme) +
+                " with a scalar min / max (expected per-channel min / max vectors)");
+  }
+  check_eps(eps);
+  check_min_max(min_val, max_val, "calculate_qparams");
+  const auto [scale, zero_point] = qparams_for_range(min_val, max_val, qscheme, qdtype, eps);
+  QParams q;
+  q.qscheme = qscheme;
+  q.qdtype = qdtype;
+  q.scale = {scale};
+  q.zero_point = {zero_point};
+  return q;
+}
+
+QParams calculate_qparams(std::span<const float> min_vals, std::span<const float> max_vals,
+                          QScheme qscheme, QDtype qdtype, int ch_axis, float eps) {
+  if (!is_per_channel(qscheme)) {
+    throw Error("calculate_qparams: qscheme = " + to_string(qscheme) +
+                " with per-channel min / max vectors (expected a per-channel scheme)");
+  }
+  if (min_vals.size() != max_vals.size()) {
+    throw Error("calculate_qparams: min has " + std::to_string(min_vals.size()) +
+                " channels but max has " + std::to_string(max_vals.size()) +
+                " (expected equal lengths)");
+  }
+  check_eps(eps);
+  QParams q;
+  q.qscheme = qscheme;
+  q.qdtype = qdtype;
+  q.ch_axis = ch_axis;
+  q.scale.resize(min_vals.size());
+  q.zero_point.resize(min_vals.size());
+  for (std::size_t c = 0; c < min_vals.size(); ++c) {
+    check_min_max(min_vals[c], max_vals[c], "calculate_qparams: channel " + std::to_string(c));
+    std::tie(q.scale[c], q.zero_point[c]) =
+        qparams_for_range(min_vals[c], max_vals[c], qscheme, qdtype, eps);
+  }
+  return q;
+}
+
+std::string describe(const QParams& qparams) {
+  std::string text = to_string(qparams.qscheme) + " " + qparams.qdtype.name();
+  if (is_per_channel(qparams.qscheme)) {
+    text += " ch_axis=" + std::to_string(qparams.ch_axis);
+    if (qparams.group_size > 0) text += " group_size=" + std::to_string(qparams.group_size);
+  }
+  return text;
+}
+
+}  // namespace lucid::quantization
