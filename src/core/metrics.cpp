@@ -107,7 +107,8 @@ ErrorMetrics error_metrics(const TensorView& original, const TensorView& reconst
   const std::vector<float> x = to_float32(original, "error_metrics: original");
   const std::vector<float> y = to_float32(reconstructed, "error_metrics: reconstructed");
   Accumulator acc;
-  for (std::size_t i = 0; i < x.size(); ++i) acc.add(x[i], y[i]);
+  for (std::size_t i = 0; i < x.size(); ++i)
+    acc.add(x[i], y[i]);
   return acc.finish();
 }
 
@@ -118,8 +119,8 @@ ErrorMetrics error_metrics(const TensorView& original, const QuantizedTensor& qu
 
 std::vector<ErrorMetrics> error_metrics_per_channel(const TensorView& original,
                                                     const QuantizedTensor& quantized, int axis) {
-  const auto layout = detail::ParamLayout::make(original.shape, QScheme::PER_CHANNEL_AFFINE,
-                                                axis, 0);
+  const auto layout =
+      detail::ParamLayout::make(original.shape, QScheme::PER_CHANNEL_AFFINE, axis, 0);
   const auto channels = static_cast<std::size_t>(layout.dim);
   const std::vector<Accumulator> acc =
       accumulate(original, quantized, channels, [&](std::int64_t flat) {
@@ -127,7 +128,8 @@ std::vector<ErrorMetrics> error_metrics_per_channel(const TensorView& original,
       });
   std::vector<ErrorMetrics> out;
   out.reserve(acc.size());
-  for (const Accumulator& a : acc) out.push_back(a.finish());
+  for (const Accumulator& a : acc)
+    out.push_back(a.finish());
   return out;
 }
 

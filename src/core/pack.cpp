@@ -32,8 +32,8 @@ std::vector<std::uint8_t> pack_codes(std::span<const std::int32_t> codes, const 
     if (codes[i] < qdtype.quant_min() || codes[i] > qdtype.quant_max()) {
       throw Error("pack_codes: codes[" + std::to_string(i) + "] = " + std::to_string(codes[i]) +
                   " is outside " + qdtype.name() + " (expected " +
-                  std::to_string(qdtype.quant_min()) + " <= code <= " +
-                  std::to_string(qdtype.quant_max()) + ")");
+                  std::to_string(qdtype.quant_min()) +
+                  " <= code <= " + std::to_string(qdtype.quant_max()) + ")");
     }
   }
   const auto count = static_cast<std::int64_t>(codes.size());
@@ -51,11 +51,21 @@ std::vector<std::uint8_t> pack_codes(std::span<const std::int32_t> codes, const 
       }
       break;
     }
-    case Storage::int8: store_wide<std::int8_t>(codes, out); break;
-    case Storage::uint8: store_wide<std::uint8_t>(codes, out); break;
-    case Storage::int16: store_wide<std::int16_t>(codes, out); break;
-    case Storage::uint16: store_wide<std::uint16_t>(codes, out); break;
-    case Storage::int32: store_wide<std::int32_t>(codes, out); break;
+    case Storage::int8:
+      store_wide<std::int8_t>(codes, out);
+      break;
+    case Storage::uint8:
+      store_wide<std::uint8_t>(codes, out);
+      break;
+    case Storage::int16:
+      store_wide<std::int16_t>(codes, out);
+      break;
+    case Storage::uint16:
+      store_wide<std::uint16_t>(codes, out);
+      break;
+    case Storage::int32:
+      store_wide<std::int32_t>(codes, out);
+      break;
   }
   return out;
 }
@@ -83,15 +93,26 @@ std::vector<std::int32_t> unpack_codes(std::span<const std::uint8_t> storage, st
         const auto shift = static_cast<unsigned>((i % per_byte) * bits);
         const unsigned field = (storage[i / per_byte] >> shift) & mask;
         const bool negative = qdtype.is_signed() && (field & sign_bit) != 0;
-        out[i] = static_cast<std::int32_t>(field) - (negative ? static_cast<std::int32_t>(mask + 1) : 0);
+        out[i] =
+            static_cast<std::int32_t>(field) - (negative ? static_cast<std::int32_t>(mask + 1) : 0);
       }
       break;
     }
-    case Storage::int8: load_wide<std::int8_t>(storage, out); break;
-    case Storage::uint8: load_wide<std::uint8_t>(storage, out); break;
-    case Storage::int16: load_wide<std::int16_t>(storage, out); break;
-    case Storage::uint16: load_wide<std::uint16_t>(storage, out); break;
-    case Storage::int32: load_wide<std::int32_t>(storage, out); break;
+    case Storage::int8:
+      load_wide<std::int8_t>(storage, out);
+      break;
+    case Storage::uint8:
+      load_wide<std::uint8_t>(storage, out);
+      break;
+    case Storage::int16:
+      load_wide<std::int16_t>(storage, out);
+      break;
+    case Storage::uint16:
+      load_wide<std::uint16_t>(storage, out);
+      break;
+    case Storage::int32:
+      load_wide<std::int32_t>(storage, out);
+      break;
   }
   return out;
 }

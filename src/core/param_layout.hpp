@@ -25,18 +25,24 @@ struct ParamLayout {
   /// Number of parameter slots.
   std::int64_t slots() const {
     switch (kind) {
-      case Kind::per_tensor: return 1;
-      case Kind::per_channel: return dim;
-      case Kind::per_group: return outer * groups * inner;
+      case Kind::per_tensor:
+        return 1;
+      case Kind::per_channel:
+        return dim;
+      case Kind::per_group:
+        return outer * groups * inner;
     }
     return 1;
   }
   /// The slot of element (o, d, i).
   std::int64_t slot(std::int64_t o, std::int64_t d, std::int64_t i) const {
     switch (kind) {
-      case Kind::per_tensor: return 0;
-      case Kind::per_channel: return d;
-      case Kind::per_group: return (o * groups + d / group_size) * inner + i;
+      case Kind::per_tensor:
+        return 0;
+      case Kind::per_channel:
+        return d;
+      case Kind::per_group:
+        return (o * groups + d / group_size) * inner + i;
     }
     return 0;
   }
@@ -47,7 +53,8 @@ struct ParamLayout {
     std::int64_t flat = 0;
     for (std::int64_t o = 0; o < outer; ++o) {
       for (std::int64_t d = 0; d < dim; ++d) {
-        for (std::int64_t i = 0; i < inner; ++i, ++flat) f(flat, slot(o, d, i));
+        for (std::int64_t i = 0; i < inner; ++i, ++flat)
+          f(flat, slot(o, d, i));
       }
     }
   }

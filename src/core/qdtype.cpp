@@ -9,13 +9,20 @@ namespace lucid::quantization {
 
 std::string to_string(Storage storage) {
   switch (storage) {
-    case Storage::packed2: return "packed2";
-    case Storage::packed4: return "packed4";
-    case Storage::int8: return "int8";
-    case Storage::uint8: return "uint8";
-    case Storage::int16: return "int16";
-    case Storage::uint16: return "uint16";
-    case Storage::int32: return "int32";
+    case Storage::packed2:
+      return "packed2";
+    case Storage::packed4:
+      return "packed4";
+    case Storage::int8:
+      return "int8";
+    case Storage::uint8:
+      return "uint8";
+    case Storage::int16:
+      return "int16";
+    case Storage::uint16:
+      return "uint16";
+    case Storage::int32:
+      return "int32";
   }
   return "unknown";
 }
@@ -27,8 +34,8 @@ void QDtype::throw_invalid_bits(int bits, bool is_signed) {
 
 QDtype QDtype::with_range(std::int64_t quant_min, std::int64_t quant_max) const {
   const QDtype full = full_range(bits_, is_signed_);
-  const std::string what = "QDtype " + full.name() + " range [" + std::to_string(quant_min) +
-                           ", " + std::to_string(quant_max) + "]";
+  const std::string what = "QDtype " + full.name() + " range [" + std::to_string(quant_min) + ", " +
+                           std::to_string(quant_max) + "]";
   if (quant_min >= quant_max) {
     throw Error(what + " is empty (expected quant_min < quant_max)");
   }
@@ -50,11 +57,16 @@ QDtype QDtype::narrow_range() const {
 
 Storage QDtype::storage() const {
   switch (bits_) {
-    case 2: return Storage::packed2;
-    case 4: return Storage::packed4;
-    case 8: return is_signed_ ? Storage::int8 : Storage::uint8;
-    case 16: return is_signed_ ? Storage::int16 : Storage::uint16;
-    default: return Storage::int32;
+    case 2:
+      return Storage::packed2;
+    case 4:
+      return Storage::packed4;
+    case 8:
+      return is_signed_ ? Storage::int8 : Storage::uint8;
+    case 16:
+      return is_signed_ ? Storage::int16 : Storage::uint16;
+    default:
+      return Storage::int32;
   }
 }
 

@@ -27,8 +27,8 @@ void check_min_max(float min_val, float max_val, const std::string& where) {
     throw Error(where + ": max = " + float_text(max_val) + " (expected a finite value)");
   }
   if (min_val > max_val) {
-    throw Error(where + ": min = " + float_text(min_val) + " is greater than max = " +
-                float_text(max_val) + " (expected min <= max)");
+    throw Error(where + ": min = " + float_text(min_val) +
+                " is greater than max = " + float_text(max_val) + " (expected min <= max)");
   }
 }
 
@@ -105,7 +105,8 @@ QParams QParams::per_group(std::vector<float> scale, std::vector<std::int32_t> z
 
 Shape QParams::param_shape(const Shape& input_shape) const {
   if (!is_per_channel(qscheme)) return {};
-  const auto axis = static_cast<std::size_t>(normalize_axis(ch_axis, input_shape.size(), "ch_axis"));
+  const auto axis =
+      static_cast<std::size_t>(normalize_axis(ch_axis, input_shape.size(), "ch_axis"));
   if (group_size == 0) return {input_shape[axis]};
   Shape shape = input_shape;
   shape[axis] = (shape[axis] + group_size - 1) / group_size;
@@ -114,8 +115,9 @@ Shape QParams::param_shape(const Shape& input_shape) const {
 
 void QParams::validate() const {
   if (scale.size() != zero_point.size()) {
-    throw Error("QParams: scale has " + std::to_string(scale.size()) + " entries but zero_point has " +
-                std::to_string(zero_point.size()) + " (expected equal lengths)");
+    throw Error("QParams: scale has " + std::to_string(scale.size()) +
+                " entries but zero_point has " + std::to_string(zero_point.size()) +
+                " (expected equal lengths)");
   }
   if (!is_per_channel(qscheme) && scale.size() != 1) {
     throw Error("QParams: " + to_string(qscheme) + " has " + std::to_string(scale.size()) +
@@ -135,8 +137,8 @@ void QParams::validate() const {
     if (z < qdtype.quant_min() || z > qdtype.quant_max()) {
       throw Error("QParams: zero_point[" + std::to_string(i) + "] = " + std::to_string(z) +
                   " is outside " + qdtype.name() + " (expected " +
-                  std::to_string(qdtype.quant_min()) + " <= zero_point <= " +
-                  std::to_string(qdtype.quant_max()) + ")");
+                  std::to_string(qdtype.quant_min()) +
+                  " <= zero_point <= " + std::to_string(qdtype.quant_max()) + ")");
     }
     if (is_symmetric(qscheme) && z != qdtype.symmetric_zero_point()) {
       throw Error("QParams: zero_point[" + std::to_string(i) + "] = " + std::to_string(z) +
@@ -157,8 +159,7 @@ void QParams::validate_for(const Shape& input_shape) const {
   }
 }
 
-QParams calculate_qparams(float min_val, float max_val, QScheme qscheme, QDtype qdtype,
-                          float eps) {
+QParams calculate_qparams(float min_val, float max_val, QScheme qscheme, QDtype qdtype, float eps) {
   if (is_per_channel(qscheme)) {
     throw Error("calculate_qparams: qscheme = " + to_string(qscheme) +
                 " with a scalar min / max (expected per-channel min / max vectors)");

@@ -14,11 +14,14 @@ constexpr std::array<const char*, 4> kNames{"per_tensor_affine", "per_tensor_sym
 
 }  // namespace
 
-std::string to_string(QScheme scheme) { return kNames.at(static_cast<std::size_t>(scheme)); }
+std::string to_string(QScheme scheme) {
+  return kNames.at(static_cast<std::size_t>(scheme));
+}
 
 QScheme qscheme_from_string(std::string_view name) {
   std::string lower(name);
-  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char& c : lower)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   for (std::size_t i = 0; i < kNames.size(); ++i) {
     if (lower == kNames[i]) return static_cast<QScheme>(i);
   }

@@ -26,7 +26,8 @@ std::int32_t clamp_code(double code, std::int32_t zero_point, const QDtype& qdty
 // Reciprocal scales, one per slot: the factor PyTorch multiplies by.
 std::vector<float> inverse_scales(const QParams& qparams) {
   std::vector<float> inverse(qparams.scale.size());
-  for (std::size_t i = 0; i < inverse.size(); ++i) inverse[i] = 1.0f / qparams.scale[i];
+  for (std::size_t i = 0; i < inverse.size(); ++i)
+    inverse[i] = 1.0f / qparams.scale[i];
   return inverse;
 }
 
@@ -64,9 +65,8 @@ QuantizedTensor quantize(const TensorView& x, const QParams& qparams) {
   layout_for(x.shape, qparams).for_each([&](std::int64_t flat, std::int64_t slot) {
     const auto s = static_cast<std::size_t>(slot);
     const std::int32_t z = qparams.zero_point[s];
-    codes[static_cast<std::size_t>(flat)] =
-        clamp_code(unclamped_code(values[static_cast<std::size_t>(flat)], inverse[s], z), z,
-                   qparams.qdtype);
+    codes[static_cast<std::size_t>(flat)] = clamp_code(
+        unclamped_code(values[static_cast<std::size_t>(flat)], inverse[s], z), z, qparams.qdtype);
   });
   return QuantizedTensor(x.shape, qparams, pack_codes(codes, qparams.qdtype));
 }
@@ -130,7 +130,8 @@ Tensor fake_quantize_backward(const TensorView& grad_out, const TensorView& mask
   Tensor out(ScalarType::float32, grad_out.shape);
   float* dst = out.data_as<float>();
   // A product, as PyTorch computes it: a NaN or Inf gradient stays visible (Inf * 0 = NaN).
-  for (std::size_t i = 0; i < grad.size(); ++i) dst[i] = grad[i] * (keep[i] ? 1.0f : 0.0f);
+  for (std::size_t i = 0; i < grad.size(); ++i)
+    dst[i] = grad[i] * (keep[i] ? 1.0f : 0.0f);
   return out;
 }
 

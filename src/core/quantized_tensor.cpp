@@ -19,8 +19,8 @@ QuantizedTensor::QuantizedTensor(Shape shape, QParams qparams, std::vector<std::
     const std::vector<std::int32_t> codes = int_repr();
     for (std::size_t i = 0; i < codes.size(); ++i) {
       if (codes[i] < qparams_.qdtype.quant_min() || codes[i] > qparams_.qdtype.quant_max()) {
-        throw Error("QuantizedTensor: code[" + std::to_string(i) + "] = " +
-                    std::to_string(codes[i]) + " is outside " + qparams_.qdtype.name());
+        throw Error("QuantizedTensor: code[" + std::to_string(i) +
+                    "] = " + std::to_string(codes[i]) + " is outside " + qparams_.qdtype.name());
       }
     }
   }

@@ -19,7 +19,8 @@ ParamLayout ParamLayout::make(const Shape& shape, QScheme qscheme, int axis,
     return layout;
   }
   const int a = normalize_axis(axis, shape.size(), "ch_axis");
-  for (int k = 0; k < a; ++k) layout.outer *= shape[static_cast<std::size_t>(k)];
+  for (int k = 0; k < a; ++k)
+    layout.outer *= shape[static_cast<std::size_t>(k)];
   layout.dim = shape[static_cast<std::size_t>(a)];
   for (std::size_t k = static_cast<std::size_t>(a) + 1; k < shape.size(); ++k) {
     layout.inner *= shape[k];

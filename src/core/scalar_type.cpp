@@ -32,18 +32,24 @@ constexpr std::array<TypeInfo, 13> kTypes{{
     {ScalarType::boolean, 1, "bool", "bool"},
 }};
 
-const TypeInfo& info(ScalarType type) { return kTypes.at(static_cast<std::size_t>(type)); }
+const TypeInfo& info(ScalarType type) {
+  return kTypes.at(static_cast<std::size_t>(type));
+}
 
 }  // namespace
 
-std::size_t element_size(ScalarType type) { return info(type).size; }
+std::size_t element_size(ScalarType type) {
+  return info(type).size;
+}
 
 bool is_floating_point(ScalarType type) {
   return type == ScalarType::float32 || type == ScalarType::float16 ||
          type == ScalarType::bfloat16 || type == ScalarType::float64;
 }
 
-std::string to_string(ScalarType type) { return info(type).name; }
+std::string to_string(ScalarType type) {
+  return info(type).name;
+}
 
 ScalarType scalar_type_from_string(std::string_view name) {
   for (const TypeInfo& t : kTypes) {
@@ -52,9 +58,10 @@ ScalarType scalar_type_from_string(std::string_view name) {
   if (name == "float") return ScalarType::float32;
   if (name == "half") return ScalarType::float16;
   std::string accepted;
-  for (const TypeInfo& t : kTypes) accepted += std::string(accepted.empty() ? "" : ", ") + t.name;
-  throw Error("element type \"" + std::string(name) + "\" is unknown (expected one of " +
-              accepted + ")");
+  for (const TypeInfo& t : kTypes)
+    accepted += std::string(accepted.empty() ? "" : ", ") + t.name;
+  throw Error("element type \"" + std::string(name) + "\" is unknown (expected one of " + accepted +
+              ")");
 }
 
 float float16_to_float(std::uint16_t bits) {
@@ -91,7 +98,7 @@ std::uint16_t float_to_float16(float value) {
     return static_cast<std::uint16_t>(sign | 0x7e00u | ((magnitude >> 13) & 0x1ffu));
   }
   if (magnitude >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // >= 65520: Inf
-  if (magnitude < 0x38800000u) {  // below 2^-14: subnormal half (or zero)
+  if (magnitude < 0x38800000u) {               // below 2^-14: subnormal half (or zero)
     if (magnitude < 0x33000000u) return sign;  // below 2^-25 rounds to zero
     const std::uint32_t exponent = magnitude >> 23;
     const std::uint32_t mantissa = (magnitude & 0x7fffffu) | 0x800000u;

@@ -93,7 +93,8 @@ std::vector<float> to_float32(const TensorView& view, const char* what) {
       for (std::size_t i = 0; i < count; ++i) {
         std::uint16_t bits;
         std::memcpy(&bits, bytes + 2 * i, 2);
-        out[i] = view.type == ScalarType::float16 ? float16_to_float(bits) : bfloat16_to_float(bits);
+        out[i] =
+            view.type == ScalarType::float16 ? float16_to_float(bits) : bfloat16_to_float(bits);
       }
       break;
     case ScalarType::float64:

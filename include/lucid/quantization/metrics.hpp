@@ -17,9 +17,9 @@ struct ErrorMetrics {
   double mse = 0;                    ///< mean of (x_hat - x)^2 (the notes' quantization_error)
   double rmse = 0;                   ///< sqrt(mse)
   double max_abs_error = 0;          ///< max |x_hat - x|
-  double sqnr_db = 0;                ///< 10 log10(sum x^2 / sum (x_hat - x)^2); +inf when the error is 0
-  double cosine_similarity = 1;      ///< <x, x_hat> / (|x| |x_hat|); 1 when both are 0, 0 when one is
-  double fraction_saturated = 0;     ///< share of elements whose code was clamped (needs the qparams)
+  double sqnr_db = 0;  ///< 10 log10(sum x^2 / sum (x_hat - x)^2); +inf when the error is 0
+  double cosine_similarity = 1;   ///< <x, x_hat> / (|x| |x_hat|); 1 when both are 0, 0 when one is
+  double fraction_saturated = 0;  ///< share of elements whose code was clamped (needs the qparams)
 };
 
 /// The notes' quantization_error: mean((dequantized - original)^2), non-finite

@@ -26,7 +26,8 @@ class QDtype {
       throw_invalid_bits(bits, is_signed);
     }
     const std::int64_t span = std::int64_t{1} << bits;
-    return is_signed ? QDtype(bits, true, -span / 2, span / 2 - 1) : QDtype(bits, false, 0, span - 1);
+    return is_signed ? QDtype(bits, true, -span / 2, span / 2 - 1)
+                     : QDtype(bits, false, 0, span - 1);
   }
 
   /// The same storage with codes restricted to [quant_min, quant_max].
@@ -42,9 +43,7 @@ class QDtype {
   constexpr std::int64_t quant_min() const { return quant_min_; }
   constexpr std::int64_t quant_max() const { return quant_max_; }
   /// True when [quant_min, quant_max] differs from the full range of the bits.
-  constexpr bool has_custom_range() const {
-    return *this != full_range(bits_, is_signed_);
-  }
+  constexpr bool has_custom_range() const { return *this != full_range(bits_, is_signed_); }
   /// The code a symmetric scheme pins real 0 to: 0 for signed grids,
   /// 2^(bits-1) for unsigned full ranges (128 for quint8), and
   /// floor((quant_min + quant_max) / 2) for unsigned custom ranges (PyTorch's rule).

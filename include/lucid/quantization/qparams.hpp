@@ -74,8 +74,7 @@ QParams calculate_qparams(float min_val, float max_val, QScheme qscheme, QDtype 
 /// The per-channel form: one pair per (min_vals[c], max_vals[c]); `qscheme`
 /// must be per-channel and the two spans of equal length.
 QParams calculate_qparams(std::span<const float> min_vals, std::span<const float> max_vals,
-                          QScheme qscheme, QDtype qdtype, int ch_axis = 0,
-                          float eps = default_eps);
+                          QScheme qscheme, QDtype qdtype, int ch_axis = 0, float eps = default_eps);
 
 /// Observed ranges of a tensor at some granularity. Non-finite elements are
 /// skipped and counted; a slot that saw no finite value has min = max = 0.

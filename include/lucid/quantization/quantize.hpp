@@ -32,7 +32,8 @@ Tensor fake_quantize(const TensorView& x, const QParams& qparams);
 /// fake_quantize's output and its straight-through-estimator mask.
 struct FakeQuantizeResult {
   Tensor output;  ///< float32, x's shape
-  Tensor mask;    ///< boolean, x's shape: quant_min <= nearbyint(x / s) + z <= quant_max (before clamping); false for NaN
+  Tensor mask;    ///< boolean, x's shape: quant_min <= nearbyint(x / s) + z <= quant_max (before
+                  ///< clamping); false for NaN
 };
 FakeQuantizeResult fake_quantize_with_mask(const TensorView& x, const QParams& qparams);
 /// The straight-through backward: grad_in = grad_out * mask (float32).
