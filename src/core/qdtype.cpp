@@ -71,9 +71,14 @@ Storage QDtype::storage() const {
 }
 
 std::string QDtype::name() const {
-  std::string text = (is_signed_ ? "qint" : "quint") + std::to_string(bits_);
+  std::string text = is_signed_ ? "qint" : "quint";
+  text += std::to_string(bits_);
   if (has_custom_range()) {
-    text += "[" + std::to_string(quant_min_) + "," + std::to_string(quant_max_) + "]";
+    text += '[';
+    text += std::to_string(quant_min_);
+    text += ',';
+    text += std::to_string(quant_max_);
+    text += ']';
   }
   return text;
 }

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages lucidq needs, only those missing (apt-get, as root or via sudo).
+# Usage: scripts/install-deps.sh [build|test|all]   (default: all)
+set -euo pipefail
+
+build_packages=(
+  g++ cmake ninja-build pkg-config
+  libcli11-dev libfmt-dev nlohmann-json3-dev libcairo2-dev
+  python3-dev pybind11-dev python3-numpy
+)
+test_packages=(
+  libgtest-dev libgmock-dev
+  python3-pytest python3-torch
+  clang libclang-rt-14-dev
+)
+
+want=("${build_packages[@]}")
+case "${1:-all}" in
+  build) ;;
+  test|all) want+=("${test_packages[@]}") ;;
+  *) echo "install-deps: unknown set '$1' (expected build, test or all)" >&2; exit 2 ;;
+esac
+
+missing=()
+for pkg in "${want[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$pkg")
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#want[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+if [[ $(id -u) -eq 0 ]]; then
+  as_root=()
+elif command -v sudo >/dev/null; then
+  as_root=(sudo)
+else
+  echo "install-deps: missing packages (${missing[*]}) and not root; run as root or install sudo" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${as_root[@]}" apt-get update -qq
+"${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Builds lucidq and runs every test suite: C++ (ctest), Python (pytest), the C++
+# tests again under ASan + UBSan, and a bounded fuzz run. One summary line per
+# suite; exits non-zero when any suite fails.
+# Environment: LUCIDQ_SEED (random tests), LUCIDQ_FUZZ_SECONDS (default 60; 0 skips).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+logs="$root/build/test-logs"
+
+scripts/install-deps.sh all || exit 1
+mkdir -p "$logs"
+
+summaries=()
+failed_suites=0
+total_passed=0
+total_failed=0
+
+# record SUITE PASSED FAILED: remembers one summary line.
+record() {
+  summaries+=("$1: $2 passed, $3 failed")
+  total_passed=$((total_passed + $2))
+  total_failed=$((total_failed + $3))
+  if (($3 > 0)); then failed_suites=$((failed_suites + 1)); fi
+}
+
+# ctest_suite NAME BUILD_DIR: runs ctest and records its counts.
+ctest_suite() {
+  local name=$1 dir=$2 log="$logs/$1.log"
+  ctest --test-dir "$dir" --output-on-failure -j2 >"$log" 2>&1
+  local rc=$?
+  tail -n 15 "$log"
+  local line total failed
+  line=$(grep -E "tests passed, [0-9]+ tests? failed out of [0-9]+" "$log" | tail -n 1)
+  if [[ -z "$line" ]]; then
+    record "$name" 0 1
+    return
+  fi
+  failed=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/' <<<"$line")
+  total=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\2/' <<<"$line")
+  if ((rc != 0 && failed == 0)); then failed=1; fi
+  record "$name" $((total - failed)) "$failed"
+}
+
+build() {  # build PRESET: configure and build, recording a failure as a suite.
+  local options=(-DLUCIDQ_BUILD_TESTS=ON -DLUCIDQ_BUILD_TOOLS=ON)
+  [[ "$1" == release ]] && options+=(-DLUCIDQ_BUILD_PYTHON=ON)
+  if ! { cmake --preset "$1" "${options[@]}" >"$logs/configure-$1.log" 2>&1 &&
+         cmake --build "build/$1" -j2 >"$logs/build-$1.log" 2>&1; }; then
+    tail -n 40 "$logs/configure-$1.log" "$logs/build-$1.log"
+    record "build-$1" 0 1
+    return 1
+  fi
+}
+
+echo "== release build"
+if build release; then
+  echo "== C++ tests (ctest)"
+  ctest_suite ctest build/release
+
+  echo "== Python tests (pytest)"
+  LUCIDQ_PYTHONPATH="$root/build/release/python" PYTHONPATH="$root/build/release/python" \
+    /usr/bin/python3 -m pytest python/tests -q -p no:cacheprovider >"$logs/pytest.log" 2>&1
+  rc=$?
+  tail -n 15 "$logs/pytest.log"
+  last=$(grep -E "[0-9]+ (passed|failed|error)" "$logs/pytest.log" | tail -n 1)
+  passed=$(grep -oE "[0-9]+ passed" <<<"$last" | grep -oE "[0-9]+" || echo 0)
+  failed=$(grep -oE "[0-9]+ (failed|errors?)" <<<"$last" | awk '{s += $1} END {print s + 0}')
+  [[ -n "$passed" ]] || passed=0
+  [[ -n "$failed" ]] || failed=0
+  if ((rc != 0 && failed == 0)); then failed=1; fi
+  record pytest "$passed" "$failed"
+fi
+
+echo "== ASan + UBSan build"
+if build asan; then
+  echo "== C++ tests under ASan + UBSan"
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest_suite ctest-asan build/asan
+fi
+
+if [[ -x scripts/run-fuzz.sh && "${LUCIDQ_FUZZ_SECONDS:-60}" != 0 ]]; then
+  echo "== fuzz (safetensors reader, ${LUCIDQ_FUZZ_SECONDS:-60} s)"
+  if scripts/run-fuzz.sh >"$logs/fuzz.log" 2>&1; then record fuzz 1 0; else record fuzz 0 1; fi
+  tail -n 5 "$logs/fuzz.log"
+fi
+
+echo
+echo "== summary (logs in build/test-logs/)"
+printf '%s\n' "${summaries[@]}"
+echo "total: $total_passed passed, $total_failed failed"
+((failed_suites == 0))
