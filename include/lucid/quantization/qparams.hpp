@@ -90,12 +90,21 @@ struct RangeStats {
 RangeStats observe_range(const TensorView& x, QScheme qscheme, int ch_axis = 0,
                          std::int64_t group_size = 0);
 
+/// The largest |x| over the finite elements of x per slot (0 for a slot with
+/// none), laid out like observe_range(); what a symmetric scheme's scale needs.
+struct AbsMaxStats {
+  std::vector<float> abs_max;
+  std::int64_t nonfinite_count = 0;
+};
+AbsMaxStats observe_abs_max(const TensorView& x, QScheme qscheme, int ch_axis = 0,
+                            std::int64_t group_size = 0);
+
 /// observe_range() then calculate_qparams(): the qparams a MinMax observer
 /// would pick after seeing `x` once.
 QParams choose_qparams(const TensorView& x, QScheme qscheme, QDtype qdtype, int ch_axis = 0,
                        std::int64_t group_size = 0, float eps = default_eps);
 
-/// "per_channel_symmetric qint8 axis=0 (4 channels)" for messages and reports.
+/// "per_channel_symmetric qint8 ch_axis=0" (plus " group_size=G" when grouped), for messages.
 std::string describe(const QParams& qparams);
 
 }  // namespace lucid::quantization
