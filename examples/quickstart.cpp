@@ -15,8 +15,11 @@ int main() {
                                                 0.02f, -0.01f, 0.04f, -0.03f},
                                                {2, 4});
 
-    // One scale per row (axis 0), zero point 0: s = max|w_row| / 127.5 on qint8.
-    const Q::QuantizedTensor q = Q::quantize(w, Q::per_channel_symmetric, Q::qint8, /*ch_axis=*/0);
+    // One scale per row (axis 0), zero point 0, on the narrow grid [-127, 127]:
+    // s = max|w_row| / 127, the convention of symmetric int8 GEMM weights.
+    const Q::QDtype int8_narrow = Q::qint8.narrow_range();
+    const Q::QuantizedTensor q =
+        Q::quantize(w, Q::per_channel_symmetric, int8_narrow, /*ch_axis=*/0);
     std::printf("qparams: %s\n", Q::describe(q.qparams()).c_str());
 
     const std::vector<std::int32_t> codes = q.int_repr();
