@@ -13,6 +13,7 @@ install(EXPORT lucidqTargets NAMESPACE lucidq:: DESTINATION ${CMAKE_INSTALL_LIBD
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/lucidqConfigVersion.cmake
                                  COMPATIBILITY SameMinorVersion)
 file(WRITE ${PROJECT_BINARY_DIR}/lucidqConfig.cmake
+     "include(CMakeFindDependencyMacro)\nfind_dependency(OpenMP)\n"
      "include(\${CMAKE_CURRENT_LIST_DIR}/lucidqTargets.cmake)\n")
 install(FILES ${PROJECT_BINARY_DIR}/lucidqConfig.cmake ${PROJECT_BINARY_DIR}/lucidqConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/lucidq)

@@ -5,7 +5,7 @@ set -euo pipefail
 
 build_packages=(
   g++ cmake ninja-build pkg-config
-  libcli11-dev libfmt-dev nlohmann-json3-dev libcairo2-dev
+  libcli11-dev libfmt-dev nlohmann-json3-dev libcairo2-dev fonts-dejavu-core
   python3-dev pybind11-dev python3-numpy
 )
 test_packages=(

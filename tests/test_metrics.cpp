@@ -61,7 +61,7 @@ TEST(Metrics, PerChannelSeparatesChannels) {
   EXPECT_EQ(a[0].count, 3);
   EXPECT_GT(b[0].sqnr_db, a[0].sqnr_db + 20);
   EXPECT_EQ(Q::error_metrics_per_channel(view, per_channel, 1).size(), 3u);
-  EXPECT_ERROR_CONTAINS(Q::error_metrics_per_channel(view, per_channel, 2), "ch_axis = 2");
+  EXPECT_ERROR_CONTAINS(Q::error_metrics_per_channel(view, per_channel, 2), "axis = 2");
 }
 
 TEST(Metrics, FractionSaturatedCountsClampedCodes) {

@@ -88,4 +88,5 @@ TEST(QDtype, StorageBytes) {
   EXPECT_EQ(Q::quint2.storage_bytes(8), 2);
   EXPECT_EQ(Q::qint16.storage_bytes(3), 6);
   EXPECT_EQ(Q::qint32.storage_bytes(3), 12);
+  EXPECT_ERROR_CONTAINS(Q::qint4.storage_bytes(-1), "count = -1");
 }

@@ -110,6 +110,7 @@ TEST(QParams, FactoriesValidate) {
   EXPECT_ERROR_CONTAINS(Q::QParams::per_channel({1.0f, 2.0f}, {0}, 0, Q::qint8),
                         "scale has 2 entries but zero_point has 1");
   EXPECT_ERROR_CONTAINS(Q::QParams::per_group({1.0f}, {0}, 0, -2, Q::qint8), "group_size = -2");
+  EXPECT_ERROR_CONTAINS(Q::QParams::per_group({1.0f}, {0}, 0, 0, Q::qint8), "group_size = 0");
 }
 
 TEST(QParams, ValidateForShape) {

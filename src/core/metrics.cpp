@@ -120,7 +120,8 @@ ErrorMetrics error_metrics(const TensorView& original, const QuantizedTensor& qu
 std::vector<ErrorMetrics> error_metrics_per_channel(const TensorView& original,
                                                     const QuantizedTensor& quantized, int axis) {
   const auto layout =
-      detail::ParamLayout::make(original.shape, QScheme::PER_CHANNEL_AFFINE, axis, 0);
+      detail::ParamLayout::make(original.shape, QScheme::PER_CHANNEL_AFFINE,
+                                normalize_axis(axis, original.shape.size(), "axis"), 0);
   const auto channels = static_cast<std::size_t>(layout.dim);
   const std::vector<Accumulator> acc =
       accumulate(original, quantized, channels, [&](std::int64_t flat) {

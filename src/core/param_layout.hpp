@@ -1,6 +1,7 @@
 // Internal: which (scale, zero_point) slot each element of a tensor uses.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "lucid/quantization/qparams.hpp"
@@ -45,6 +46,40 @@ struct ParamLayout {
         return (o * groups + d / group_size) * inner + i;
     }
     return 0;
+  }
+
+  /// Calls f(begin, end, slot, per_element) for the runs that tile the flat
+  /// range [first, last) in order. In a run with per_element == false every
+  /// element uses `slot`; with per_element == true element begin + k uses
+  /// slot + k (per-channel along the last axis, per-group along an outer axis).
+  template <class F>
+  void for_each_run(std::int64_t first, std::int64_t last, F&& f) const {
+    for (std::int64_t p = first; p < last;) {
+      std::int64_t stop = last;
+      if (kind == Kind::per_tensor) {
+        f(p, stop, std::int64_t{0}, false);
+      } else if (kind == Kind::per_channel && inner > 1) {
+        stop = std::min(last, (p / inner + 1) * inner);
+        f(p, stop, (p / inner) % dim, false);
+      } else if (kind == Kind::per_channel) {
+        const std::int64_t d = p % dim;
+        stop = std::min(last, p - d + dim);
+        f(p, stop, d, true);
+      } else if (inner > 1) {  // per_group along an outer axis: one row of `inner` at a time
+        const std::int64_t row = p / inner;
+        const std::int64_t o = row / dim;
+        const std::int64_t d = row % dim;
+        stop = std::min(last, (row + 1) * inner);
+        f(p, stop, (o * groups + d / group_size) * inner + p % inner, true);
+      } else {  // per_group along the last axis: groups are contiguous runs
+        const std::int64_t o = p / dim;
+        const std::int64_t d = p % dim;
+        const std::int64_t group_end = std::min((d / group_size + 1) * group_size, dim);
+        stop = std::min(last, p - d + group_end);
+        f(p, stop, o * groups + d / group_size, false);
+      }
+      p = stop;
+    }
   }
 
   /// Calls f(flat_index, slot) for every element in row-major order.

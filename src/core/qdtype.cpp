@@ -84,6 +84,9 @@ std::string QDtype::name() const {
 }
 
 std::int64_t QDtype::storage_bytes(std::int64_t count) const {
+  if (count < 0) {
+    throw Error("QDtype::storage_bytes: count = " + std::to_string(count) + " (expected >= 0)");
+  }
   if (bits_ < 8) {
     const std::int64_t per_byte = 8 / bits_;
     return count / per_byte + (count % per_byte != 0 ? 1 : 0);

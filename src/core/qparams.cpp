@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "core/param_layout.hpp"
+#include "core/qparams_formula.hpp"
 #include "lucid/quantization/error.hpp"
 
 namespace lucid::quantization {
@@ -38,6 +39,10 @@ void check_eps(float eps) {
   }
 }
 
+}  // namespace
+
+namespace detail {
+
 // One (scale, zero_point) pair, computed in float32 exactly as PyTorch's
 // observers do so that results agree bit for bit.
 std::pair<float, std::int32_t> qparams_for_range(float min_val, float max_val, QScheme qscheme,
@@ -64,7 +69,7 @@ std::pair<float, std::int32_t> qparams_for_range(float min_val, float max_val, Q
   return {scale, static_cast<std::int32_t>(std::clamp(shifted, qmin, qmax))};
 }
 
-}  // namespace
+}  // namespace detail
 
 QParams QParams::per_tensor(float scale, std::int32_t zero_point, QDtype qdtype, QScheme qscheme) {
   QParams q;
@@ -82,11 +87,6 @@ QParams QParams::per_tensor(float scale, std::int32_t zero_point, QDtype qdtype,
 
 QParams QParams::per_channel(std::vector<float> scale, std::vector<std::int32_t> zero_point,
                              int ch_axis, QDtype qdtype, QScheme qscheme) {
-  return per_group(std::move(scale), std::move(zero_point), ch_axis, 0, qdtype, qscheme);
-}
-
-QParams QParams::per_group(std::vector<float> scale, std::vector<std::int32_t> zero_point,
-                           int ch_axis, std::int64_t group_size, QDtype qdtype, QScheme qscheme) {
   if (!is_per_channel(qscheme)) {
     throw Error("QParams: qscheme = " + to_string(qscheme) +
                 " with per-channel parameters (expected per_channel_affine or "
@@ -98,8 +98,18 @@ QParams QParams::per_group(std::vector<float> scale, std::vector<std::int32_t> z
   q.scale = std::move(scale);
   q.zero_point = std::move(zero_point);
   q.ch_axis = ch_axis;
-  q.group_size = group_size;
   q.validate();
+  return q;
+}
+
+QParams QParams::per_group(std::vector<float> scale, std::vector<std::int32_t> zero_point,
+                           int ch_axis, std::int64_t group_size, QDtype qdtype, QScheme qscheme) {
+  if (group_size <= 0) {
+    throw Error("QParams::per_group: group_size = " + std::to_string(group_size) +
+                " (expected > 0; use per_channel for one pair per channel)");
+  }
+  QParams q = per_channel(std::move(scale), std::move(zero_point), ch_axis, qdtype, qscheme);
+  q.group_size = group_size;
   return q;
 }
 
@@ -166,7 +176,8 @@ QParams calculate_qparams(float min_val, float max_val, QScheme qscheme, QDtype 
   }
   check_eps(eps);
   check_min_max(min_val, max_val, "calculate_qparams");
-  const auto [scale, zero_point] = qparams_for_range(min_val, max_val, qscheme, qdtype, eps);
+  const auto [scale, zero_point] =
+      detail::qparams_for_range(min_val, max_val, qscheme, qdtype, eps);
   QParams q;
   q.qscheme = qscheme;
   q.qdtype = qdtype;
@@ -194,9 +205,13 @@ QParams calculate_qparams(std::span<const float> min_vals, std::span<const float
   q.scale.resize(min_vals.size());
   q.zero_point.resize(min_vals.size());
   for (std::size_t c = 0; c < min_vals.size(); ++c) {
-    check_min_max(min_vals[c], max_vals[c], "calculate_qparams: channel " + std::to_string(c));
+    const bool valid = std::isfinite(min_vals[c]) && std::isfinite(max_vals[c]) &&
+                       min_vals[c] <= max_vals[c];  // builds the message only when needed
+    if (!valid) {
+      check_min_max(min_vals[c], max_vals[c], "calculate_qparams: channel " + std::to_string(c));
+    }
     std::tie(q.scale[c], q.zero_point[c]) =
-        qparams_for_range(min_vals[c], max_vals[c], qscheme, qdtype, eps);
+        detail::qparams_for_range(min_vals[c], max_vals[c], qscheme, qdtype, eps);
   }
   return q;
 }

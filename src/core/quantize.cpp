@@ -1,115 +1,274 @@
-// quantize / dequantize / fake_quantize: the reference (scalar) implementation.
+// quantize / dequantize / fake_quantize: validation, parameter layout, threading and dispatch.
+// The arithmetic lives in the kernels (src/kernels/reference is the specification).
 #include "lucid/quantization/quantize.hpp"
 
 #include <algorithm>
-#include <cmath>
 
+#include "core/kernel_args.hpp"
 #include "core/param_layout.hpp"
+#include "kernels/dispatch.hpp"
+#include "kernels/parallel.hpp"
+#include "kernels/reference/affine.hpp"
 #include "lucid/quantization/error.hpp"
-#include "lucid/quantization/pack.hpp"
 
 namespace lucid::quantization {
 namespace {
 
-// nearbyint(x * inv_scale) + zero_point before clamping, exact in double
-// (floats above 2^24 are integers already). NaN stays NaN.
-double unclamped_code(float x, float inv_scale, std::int32_t zero_point) {
-  return static_cast<double>(std::nearbyint(x * inv_scale)) + zero_point;
+using detail::ParamLayout;
+using kernels::KernelTable;
+
+ParamLayout layout_for(const Shape& shape, const QParams& qparams) {
+  return ParamLayout::make(shape, qparams.qscheme, qparams.ch_axis, qparams.group_size);
 }
 
-std::int32_t clamp_code(double code, std::int32_t zero_point, const QDtype& qdtype) {
-  if (std::isnan(code)) return zero_point;
-  return static_cast<std::int32_t>(std::clamp(code, static_cast<double>(qdtype.quant_min()),
-                                              static_cast<double>(qdtype.quant_max())));
-}
-
-// Reciprocal scales, one per slot: the factor PyTorch multiplies by.
-std::vector<float> inverse_scales(const QParams& qparams) {
-  std::vector<float> inverse(qparams.scale.size());
-  for (std::size_t i = 0; i < inverse.size(); ++i)
-    inverse[i] = 1.0f / qparams.scale[i];
-  return inverse;
-}
-
-detail::ParamLayout layout_for(const Shape& shape, const QParams& qparams) {
-  return detail::ParamLayout::make(shape, qparams.qscheme, qparams.ch_axis, qparams.group_size);
-}
-
-// Validates qparams against x and returns x's elements as float32.
-std::vector<float> checked_input(const TensorView& x, const QParams& qparams, const char* what) {
+void check_input(const TensorView& x, const QParams& qparams, const char* what) {
   qparams.validate_for(x.shape);
-  if (x.type != ScalarType::float32 && x.type != ScalarType::float16 &&
-      x.type != ScalarType::bfloat16) {
-    throw Error(std::string(what) + ": x has element type " + to_string(x.type) +
-                " (expected float32, float16 or bfloat16)");
+  detail::check_kernel_input(x, what);
+}
+
+template <class T>
+void check_output_size(std::span<T> out, std::int64_t expected, const char* what,
+                       const char* unit) {
+  if (static_cast<std::int64_t>(out.size()) != expected) {
+    throw Error(std::string(what) + ": out holds " + std::to_string(out.size()) + " " + unit +
+                " (expected " + std::to_string(expected) + ")");
   }
-  return to_float32(x, what);
+}
+
+// Everything a quantize-like kernel call needs besides the element range.
+struct AffineJob {
+  const KernelTable& kernels;
+  const unsigned char* x;  // input elements
+  std::size_t x_element_size;
+  int float_index;
+  const QParams& qparams;
+  ParamLayout layout;
+  kernels::Grid grid;
+  std::vector<float> inverse;
+
+  AffineJob(const KernelTable& table, const TensorView& input, const QParams& qp)
+      : kernels(table),
+        x(static_cast<const unsigned char*>(input.data)),
+        x_element_size(element_size(input.type)),
+        float_index(detail::float_index(input.type)),
+        qparams(qp),
+        layout(layout_for(input.shape, qp)),
+        grid(detail::grid_of(qp.qdtype)),
+        inverse(detail::inverse_scales(qp.scale)) {}
+
+  const void* input_at(std::int64_t flat) const {
+    return x + static_cast<std::size_t>(flat) * x_element_size;
+  }
+  kernels::Affine affine(std::int64_t slot) const {
+    const auto s = static_cast<std::size_t>(slot);
+    return {inverse[s], qparams.scale[s], qparams.zero_point[s]};
+  }
+
+  // Codes of one run [begin, end) into dst (code width `width`).
+  void quantize_run(std::int64_t begin, std::int64_t end, std::int64_t slot, bool per_element,
+                    int width, void* dst) const {
+    if (per_element) {
+      kernels.quantize_vec[float_index][width](input_at(begin), end - begin,
+                                               inverse.data() + slot,
+                                               qparams.zero_point.data() + slot, grid, dst);
+    } else {
+      kernels.quantize[float_index][width](input_at(begin), end - begin, affine(slot), grid, dst);
+    }
+  }
+
+  // The codes of elements [begin, end) into storage `out` (begin byte aligned).
+  void quantize_range(std::int64_t begin, std::int64_t end, std::uint8_t* out) const {
+    const Storage storage = qparams.qdtype.storage();
+    const int bits = detail::packed_bits(storage);
+    if (bits == 0) {
+      const int width = detail::code_width_index(storage);
+      const int bytes = detail::code_bytes(storage);
+      layout.for_each_run(begin, end, [&](std::int64_t b, std::int64_t e, std::int64_t slot,
+                                          bool per_element) {
+        quantize_run(b, e, slot, per_element, width, out + b * bytes);
+      });
+      return;
+    }
+    // Packed: codes into an int8 scratch that stays in L1, then packed.
+    std::int8_t scratch[detail::scratch_codes];
+    const kernels::PackFn pack = bits == 4 ? kernels.pack4 : kernels.pack2;
+    const int per_byte = 8 / bits;
+    for (std::int64_t chunk = begin; chunk < end; chunk += detail::scratch_codes) {
+      const std::int64_t stop = std::min(end, chunk + detail::scratch_codes);
+      layout.for_each_run(chunk, stop, [&](std::int64_t b, std::int64_t e, std::int64_t slot,
+                                           bool per_element) {
+        quantize_run(b, e, slot, per_element, static_cast<int>(kernels::CodeWidth::b8),
+                     scratch + (b - chunk));
+      });
+      pack(scratch, stop - chunk, out + chunk / per_byte);
+    }
+  }
+
+  // fake_quantize of elements [begin, end); mask may be null.
+  void fake_quantize_range(std::int64_t begin, std::int64_t end, float* out,
+                           std::uint8_t* mask) const {
+    const int wide = qparams.qdtype.bits() > 16 ? 1 : 0;
+    layout.for_each_run(begin, end, [&](std::int64_t b, std::int64_t e, std::int64_t slot,
+                                        bool per_element) {
+      std::uint8_t* mask_at = mask ? mask + b : nullptr;
+      if (per_element) {
+        kernels.fake_quantize_vec[float_index][wide](
+            input_at(b), e - b, inverse.data() + slot, qparams.scale.data() + slot,
+            qparams.zero_point.data() + slot, grid, out + b, mask_at);
+      } else {
+        kernels.fake_quantize[float_index][wide](input_at(b), e - b, affine(slot), grid, out + b,
+                                                 mask_at);
+      }
+    });
+  }
+};
+
+int code_type_index(Storage storage) {
+  switch (storage) {
+    case Storage::uint8:
+      return static_cast<int>(kernels::CodeType::u8);
+    case Storage::int16:
+      return static_cast<int>(kernels::CodeType::i16);
+    case Storage::uint16:
+      return static_cast<int>(kernels::CodeType::u16);
+    case Storage::int32:
+      return static_cast<int>(kernels::CodeType::i32);
+    default:  // int8, and packed codes unpacked to int8
+      return static_cast<int>(kernels::CodeType::i8);
+  }
+}
+
+// The reconstructions of codes [begin, end) of `q` (begin byte aligned).
+void dequantize_range(const KernelTable& k, const QuantizedTensor& q, const ParamLayout& layout,
+                      std::int64_t begin, std::int64_t end, float* out) {
+  const QParams& qp = q.qparams();
+  const Storage storage = qp.qdtype.storage();
+  const int code_type = code_type_index(storage);
+  auto run = [&](const void* codes, std::int64_t b, std::int64_t e, std::int64_t slot,
+                 bool per_element) {
+    const auto s = static_cast<std::size_t>(slot);
+    if (per_element) {
+      k.dequantize_vec[code_type](codes, e - b, qp.scale.data() + s, qp.zero_point.data() + s,
+                                  out + b);
+    } else {
+      k.dequantize[code_type](codes, e - b, qp.scale[s], qp.zero_point[s], out + b);
+    }
+  };
+  const std::uint8_t* storage_bytes = q.storage().data();
+  const int bits = detail::packed_bits(storage);
+  if (bits == 0) {
+    const int bytes = detail::code_bytes(storage);
+    layout.for_each_run(begin, end, [&](std::int64_t b, std::int64_t e, std::int64_t slot,
+                                        bool per_element) {
+      run(storage_bytes + b * bytes, b, e, slot, per_element);
+    });
+    return;
+  }
+  std::int8_t scratch[detail::scratch_codes];
+  const bool is_signed = qp.qdtype.is_signed();
+  const kernels::UnpackFn unpack = bits == 4 ? (is_signed ? k.unpack4_signed : k.unpack4_unsigned)
+                                             : (is_signed ? k.unpack2_signed : k.unpack2_unsigned);
+  const int per_byte = 8 / bits;
+  for (std::int64_t chunk = begin; chunk < end; chunk += detail::scratch_codes) {
+    const std::int64_t stop = std::min(end, chunk + detail::scratch_codes);
+    unpack(storage_bytes + chunk / per_byte, stop - chunk, scratch);
+    layout.for_each_run(chunk, stop, [&](std::int64_t b, std::int64_t e, std::int64_t slot,
+                                         bool per_element) {
+      run(scratch + (b - chunk), b, e, slot, per_element);
+    });
+  }
+}
+
+void quantize_unchecked(const TensorView& x, const QParams& qparams, std::uint8_t* out) {
+  const AffineJob job(kernels::active(), x, qparams);
+  const std::int64_t n = x.numel();
+  kernels::parallel_pieces(n, kernels::threads_for(n), detail::piece_alignment,
+                           [&](int, std::int64_t begin, std::int64_t end) {
+                             job.quantize_range(begin, end, out);
+                           });
+}
+
+void fake_quantize_unchecked(const TensorView& x, const QParams& qparams, float* out,
+                             std::uint8_t* mask) {
+  const AffineJob job(kernels::active(), x, qparams);
+  const std::int64_t n = x.numel();
+  kernels::parallel_pieces(n, kernels::threads_for(n), detail::piece_alignment,
+                           [&](int, std::int64_t begin, std::int64_t end) {
+                             job.fake_quantize_range(begin, end, out, mask);
+                           });
 }
 
 }  // namespace
 
 std::int32_t quantize_value(float x, float scale, std::int32_t zero_point, const QDtype& qdtype) {
-  return clamp_code(unclamped_code(x, 1.0f / scale, zero_point), zero_point, qdtype);
+  return kernels::clamp_code(kernels::unclamped_code(x, 1.0f / scale, zero_point), zero_point,
+                             detail::grid_of(qdtype));
 }
 
 float dequantize_value(std::int32_t code, float scale, std::int32_t zero_point) {
-  // The double product is exact for |code - zero_point| <= 2^29, so this rounds once.
-  return static_cast<float>(static_cast<double>(scale) *
-                            static_cast<double>(static_cast<std::int64_t>(code) - zero_point));
+  return kernels::dequantize_code(code, scale, zero_point);
 }
 
 QuantizedTensor quantize(const TensorView& x, const QParams& qparams) {
-  const std::vector<float> values = checked_input(x, qparams, "quantize");
-  const std::vector<float> inverse = inverse_scales(qparams);
-  std::vector<std::int32_t> codes(values.size());
-  layout_for(x.shape, qparams).for_each([&](std::int64_t flat, std::int64_t slot) {
-    const auto s = static_cast<std::size_t>(slot);
-    const std::int32_t z = qparams.zero_point[s];
-    codes[static_cast<std::size_t>(flat)] = clamp_code(
-        unclamped_code(values[static_cast<std::size_t>(flat)], inverse[s], z), z, qparams.qdtype);
-  });
-  return QuantizedTensor(x.shape, qparams, pack_codes(codes, qparams.qdtype));
+  check_input(x, qparams, "quantize");
+  std::vector<std::uint8_t> storage(static_cast<std::size_t>(qparams.qdtype.storage_bytes(x.numel())));
+  quantize_unchecked(x, qparams, storage.data());
+  return QuantizedTensor(x.shape, qparams, std::move(storage));
+}
+
+void quantize_into(const TensorView& x, const QParams& qparams, std::span<std::uint8_t> out) {
+  check_input(x, qparams, "quantize_into");
+  check_output_size(out, qparams.qdtype.storage_bytes(x.numel()), "quantize_into", "bytes");
+  quantize_unchecked(x, qparams, out.data());
 }
 
 QuantizedTensor quantize(const TensorView& x, QScheme qscheme, QDtype qdtype, int ch_axis,
                          std::int64_t group_size) {
+  if (group_size > 0 && is_per_channel(qscheme) && detail::is_kernel_input(x.type)) {
+    return quantize_per_group(x, qdtype, qscheme, ch_axis, group_size);
+  }
   return quantize(x, choose_qparams(x, qscheme, qdtype, ch_axis, group_size));
 }
 
+void dequantize_into(const QuantizedTensor& q, std::span<float> out) {
+  check_output_size(out, q.numel(), "dequantize_into", "floats");
+  const KernelTable& k = kernels::active();
+  const ParamLayout layout = layout_for(q.shape(), q.qparams());
+  const std::int64_t n = q.numel();
+  kernels::parallel_pieces(n, kernels::threads_for(n), detail::piece_alignment,
+                           [&](int, std::int64_t begin, std::int64_t end) {
+                             dequantize_range(k, q, layout, begin, end, out.data());
+                           });
+}
+
 Tensor dequantize(const QuantizedTensor& q) {
-  const QParams& qparams = q.qparams();
-  const std::vector<std::int32_t> codes = q.int_repr();
   Tensor out(ScalarType::float32, q.shape());
-  float* dst = out.data_as<float>();
-  layout_for(q.shape(), qparams).for_each([&](std::int64_t flat, std::int64_t slot) {
-    const auto s = static_cast<std::size_t>(slot);
-    dst[flat] = dequantize_value(codes[static_cast<std::size_t>(flat)], qparams.scale[s],
-                                 qparams.zero_point[s]);
-  });
+  dequantize_into(q, {out.data_as<float>(), static_cast<std::size_t>(q.numel())});
   return out;
 }
 
 FakeQuantizeResult fake_quantize_with_mask(const TensorView& x, const QParams& qparams) {
-  const std::vector<float> values = checked_input(x, qparams, "fake_quantize");
-  const std::vector<float> inverse = inverse_scales(qparams);
+  check_input(x, qparams, "fake_quantize");
   FakeQuantizeResult result{Tensor(ScalarType::float32, x.shape),
                             Tensor(ScalarType::boolean, x.shape)};
-  float* out = result.output.data_as<float>();
-  auto* mask = result.mask.data_as<std::uint8_t>();
-  const auto qmin = static_cast<double>(qparams.qdtype.quant_min());
-  const auto qmax = static_cast<double>(qparams.qdtype.quant_max());
-  layout_for(x.shape, qparams).for_each([&](std::int64_t flat, std::int64_t slot) {
-    const auto s = static_cast<std::size_t>(slot);
-    const std::int32_t z = qparams.zero_point[s];
-    const double code = unclamped_code(values[static_cast<std::size_t>(flat)], inverse[s], z);
-    mask[flat] = (code >= qmin && code <= qmax) ? 1 : 0;
-    out[flat] = dequantize_value(clamp_code(code, z, qparams.qdtype), qparams.scale[s], z);
-  });
+  fake_quantize_unchecked(x, qparams, result.output.data_as<float>(),
+                          result.mask.data_as<std::uint8_t>());
   return result;
 }
 
 Tensor fake_quantize(const TensorView& x, const QParams& qparams) {
-  return fake_quantize_with_mask(x, qparams).output;
+  check_input(x, qparams, "fake_quantize");
+  Tensor out(ScalarType::float32, x.shape);
+  fake_quantize_unchecked(x, qparams, out.data_as<float>(), nullptr);
+  return out;
+}
+
+void fake_quantize_into(const TensorView& x, const QParams& qparams, std::span<float> out,
+                        std::span<std::uint8_t> mask) {
+  check_input(x, qparams, "fake_quantize_into");
+  check_output_size(out, x.numel(), "fake_quantize_into", "floats");
+  if (!mask.empty()) check_output_size(mask, x.numel(), "fake_quantize_into: mask", "bytes");
+  fake_quantize_unchecked(x, qparams, out.data(), mask.empty() ? nullptr : mask.data());
 }
 
 Tensor fake_quantize_backward(const TensorView& grad_out, const TensorView& mask) {

@@ -1,8 +1,11 @@
-// observe_range / choose_qparams: min and max of a tensor per granularity.
+// observe_range / observe_abs_max / choose_qparams: ranges of a tensor per granularity.
 #include <algorithm>
 #include <cmath>
 
+#include "core/kernel_args.hpp"
 #include "core/param_layout.hpp"
+#include "kernels/dispatch.hpp"
+#include "kernels/parallel.hpp"
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/qparams.hpp"
 
@@ -37,35 +40,154 @@ ParamLayout ParamLayout::make(const Shape& shape, QScheme qscheme, int axis,
 
 }  // namespace detail
 
-RangeStats observe_range(const TensorView& x, QScheme qscheme, int ch_axis,
-                         std::int64_t group_size) {
+namespace {
+
+using detail::ParamLayout;
+
+void check_granularity(QScheme qscheme, std::int64_t group_size, const char* what) {
   if (group_size < 0) {
-    throw Error("observe_range: group_size = " + std::to_string(group_size) +
+    throw Error(std::string(what) + ": group_size = " + std::to_string(group_size) +
                 " (expected 0 for per-channel, or > 0 for per-group)");
   }
   if (group_size > 0 && !is_per_channel(qscheme)) {
-    throw Error("observe_range: group_size = " + std::to_string(group_size) + " with qscheme " +
-                to_string(qscheme) + " (expected a per-channel scheme for per-group quantization)");
+    throw Error(std::string(what) + ": group_size = " + std::to_string(group_size) +
+                " with qscheme " + to_string(qscheme) +
+                " (expected a per-channel scheme for per-group quantization)");
   }
-  const std::vector<float> values = to_float32(x, "observe_range: x");
-  const auto layout = detail::ParamLayout::make(x.shape, qscheme, ch_axis, group_size);
-  const auto slots = static_cast<std::size_t>(layout.slots());
-  RangeStats stats;
-  stats.min.assign(slots, INFINITY);
-  stats.max.assign(slots, -INFINITY);
-  layout.for_each([&](std::int64_t flat, std::int64_t slot) {
-    const float v = values[static_cast<std::size_t>(flat)];
-    if (!std::isfinite(v)) {
-      ++stats.nonfinite_count;
-      return;
+}
+
+// The slots [first, last) that the elements [begin, end) use.
+std::pair<std::int64_t, std::int64_t> slot_window(const ParamLayout& layout, std::int64_t begin,
+                                                  std::int64_t end) {
+  if (layout.kind == ParamLayout::Kind::per_tensor) return {0, 1};
+  if (layout.kind == ParamLayout::Kind::per_channel) return {0, layout.dim};
+  const auto group_of_row = [&](std::int64_t row) {
+    return (row / layout.dim) * layout.groups + (row % layout.dim) / layout.group_size;
+  };
+  return {group_of_row(begin / layout.inner) * layout.inner,
+          (group_of_row((end - 1) / layout.inner) + 1) * layout.inner};
+}
+
+// The input as something the kernels read: float64 is narrowed to float32 first.
+struct KernelInput {
+  std::vector<float> converted;
+  TensorView view;
+
+  KernelInput(const TensorView& x, const char* what) : view(x) {
+    if (detail::is_kernel_input(x.type)) return;
+    converted = to_float32(x, what);  // throws for non-floating types
+    view = TensorView(converted.data(), ScalarType::float32, x.shape);
+  }
+};
+
+// Folds every element into `Arrays` per-slot accumulators (min and max, or
+// abs-max) with per-piece partials combined afterwards. min / max are exact
+// and order-free, so the result does not depend on the thread count.
+template <int Arrays, class RunFold, class Combine>
+std::int64_t reduce_slots(const TensorView& x, const ParamLayout& layout, float initial[Arrays],
+                          std::vector<float>* results, RunFold run_fold, Combine combine) {
+  const std::int64_t n = x.numel();
+  const std::int64_t slots = layout.slots();
+  for (int a = 0; a < Arrays; ++a)
+    results[a].assign(static_cast<std::size_t>(slots), initial[a]);
+  const int pieces = kernels::threads_for(n);
+  struct Partial {
+    std::int64_t first = 0;
+    std::vector<float> values[Arrays];
+    std::int64_t nonfinite = 0;
+  };
+  std::vector<Partial> partials(static_cast<std::size_t>(pieces));
+  for (int p = 0; p < pieces; ++p) {  // allocate outside the parallel region
+    const auto [begin, end] = kernels::piece_of(n, pieces, p, detail::piece_alignment);
+    if (begin >= end) continue;
+    const auto [first, last] = slot_window(layout, begin, end);
+    Partial& partial = partials[static_cast<std::size_t>(p)];
+    partial.first = first;
+    for (int a = 0; a < Arrays; ++a)
+      partial.values[a].assign(static_cast<std::size_t>(last - first), initial[a]);
+  }
+  const auto* bytes = static_cast<const unsigned char*>(x.data);
+  const std::size_t element_bytes = element_size(x.type);
+  kernels::parallel_pieces(
+      n, pieces, detail::piece_alignment, [&](int p, std::int64_t begin, std::int64_t end) {
+        Partial& partial = partials[static_cast<std::size_t>(p)];
+        float* values[Arrays];
+        for (int a = 0; a < Arrays; ++a)
+          values[a] = partial.values[a].data() - partial.first;
+        layout.for_each_run(begin, end, [&](std::int64_t b, std::int64_t e, std::int64_t slot,
+                                            bool per_element) {
+          partial.nonfinite += run_fold(bytes + static_cast<std::size_t>(b) * element_bytes,
+                                        e - b, values, slot, per_element);
+        });
+      });
+  std::int64_t nonfinite = 0;
+  for (const Partial& partial : partials) {
+    nonfinite += partial.nonfinite;
+    for (int a = 0; a < Arrays; ++a) {
+      for (std::size_t s = 0; s < partial.values[a].size(); ++s) {
+        float& slot = results[a][static_cast<std::size_t>(partial.first) + s];
+        slot = combine(a, slot, partial.values[a][s]);
+      }
     }
-    const auto s = static_cast<std::size_t>(slot);
-    stats.min[s] = std::min(stats.min[s], v);
-    stats.max[s] = std::max(stats.max[s], v);
-  });
-  for (std::size_t s = 0; s < slots; ++s) {
-    if (stats.min[s] > stats.max[s]) stats.min[s] = stats.max[s] = 0.0f;  // saw nothing finite
   }
+  return nonfinite;
+}
+
+// -0 and +0 compare equal, so which one a reduction keeps depends on the
+// order; the result is always reported as +0.
+float canonical_zero(float value) {
+  return value == 0.0f ? 0.0f : value;
+}
+
+}  // namespace
+
+RangeStats observe_range(const TensorView& x, QScheme qscheme, int ch_axis,
+                         std::int64_t group_size) {
+  check_granularity(qscheme, group_size, "observe_range");
+  const KernelInput input(x, "observe_range: x");
+  const auto layout = ParamLayout::make(x.shape, qscheme, ch_axis, group_size);
+  const kernels::KernelTable& k = kernels::active();
+  const int t = detail::float_index(input.view.type);
+  RangeStats stats;
+  std::vector<float> results[2];
+  float initial[2] = {INFINITY, -INFINITY};
+  stats.nonfinite_count = reduce_slots<2>(
+      input.view, layout, initial, results,
+      [&](const void* data, std::int64_t count, float** values, std::int64_t slot,
+          bool per_element) {
+        return per_element ? k.minmax_vec[t](data, count, values[0] + slot, values[1] + slot)
+                           : k.minmax[t](data, count, values[0] + slot, values[1] + slot);
+      },
+      [](int a, float total, float part) {
+        return a == 0 ? std::min(total, part) : std::max(total, part);
+      });
+  stats.min = std::move(results[0]);
+  stats.max = std::move(results[1]);
+  for (std::size_t s = 0; s < stats.min.size(); ++s) {
+    if (stats.min[s] > stats.max[s]) stats.min[s] = stats.max[s] = 0.0f;  // saw nothing finite
+    stats.min[s] = canonical_zero(stats.min[s]);
+    stats.max[s] = canonical_zero(stats.max[s]);
+  }
+  return stats;
+}
+
+AbsMaxStats observe_abs_max(const TensorView& x, QScheme qscheme, int ch_axis,
+                            std::int64_t group_size) {
+  check_granularity(qscheme, group_size, "observe_abs_max");
+  const KernelInput input(x, "observe_abs_max: x");
+  const auto layout = ParamLayout::make(x.shape, qscheme, ch_axis, group_size);
+  const kernels::KernelTable& k = kernels::active();
+  const int t = detail::float_index(input.view.type);
+  AbsMaxStats stats;
+  float initial[1] = {0.0f};
+  stats.nonfinite_count = reduce_slots<1>(
+      input.view, layout, initial, &stats.abs_max,
+      [&](const void* data, std::int64_t count, float** values, std::int64_t slot,
+          bool per_element) {
+        return per_element ? k.abs_max_vec[t](data, count, values[0] + slot)
+                           : k.abs_max[t](data, count, values[0] + slot);
+      },
+      [](int, float total, float part) { return std::max(total, part); });
   return stats;
 }
 

@@ -560,6 +560,17 @@ std::span<const std::byte> SafetensorsFile::bytes(const SafetensorsEntry& entry)
   return {map_ + header_.data_offset + entry.begin, static_cast<std::size_t>(entry.nbytes())};
 }
 
+void SafetensorsFile::release_pages(const SafetensorsEntry& entry) const noexcept {
+  if (map_ == nullptr || entry.begin >= entry.end || entry.end > header_.data_size) return;
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto first = reinterpret_cast<std::uintptr_t>(map_ + header_.data_offset + entry.begin);
+  const auto last = reinterpret_cast<std::uintptr_t>(map_ + header_.data_offset + entry.end);
+  const std::uintptr_t begin = first / page * page;  // the mapping itself is page aligned
+  const std::uintptr_t end = std::min((last + page - 1) / page * page,
+                                      reinterpret_cast<std::uintptr_t>(map_) + map_size_);
+  ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 TensorView SafetensorsFile::view(const SafetensorsEntry& entry) const {
   return TensorView(bytes(entry).data(), entry.type, entry.shape);
 }

@@ -12,4 +12,14 @@ namespace lucidq::cli {
 /// stdout and lets lucid::quantization::Error propagate to main().
 void add_demo_command(CLI::App& app);
 
+/// Adds `lucidq quantize` (quantize.cpp): a safetensors checkpoint quantized tensor by tensor
+/// into a lucidq checkpoint, with the error report on stdout.
+void add_quantize_command(CLI::App& app);
+/// Adds `lucidq dequantize` (dequantize.cpp): a lucidq checkpoint back to float tensors.
+void add_dequantize_command(CLI::App& app);
+/// Adds `lucidq inspect` (inspect.cpp): the tensors of a file as a table or JSON.
+void add_inspect_command(CLI::App& app);
+/// Adds `lucidq plot` (plot.cpp): one tensor quantized and drawn as heatmaps.
+void add_plot_command(CLI::App& app);
+
 }  // namespace lucidq::cli

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "demo_checkpoint.hpp"
 #include "lucid/quantization/metrics.hpp"
 #include "lucid/quantization/qdtype.hpp"
 #include "lucid/quantization/qparams.hpp"
@@ -454,15 +455,31 @@ void add_demo_command(CLI::App& app) {
     names.emplace_back(sections[i].name);
     footer += fmt::format("  {}. {:<12} {}\n", i + 1, sections[i].name, sections[i].title);
   }
+  names.emplace_back("checkpoint");
+  footer += fmt::format("  {}. {:<12} {}\n", sections.size() + 1, "checkpoint",
+                        "The main job: quantize a checkpoint (writes files into --out DIR)");
   footer +=
       "\nExamples:\n"
       "  lucidq demo                              all sections\n"
-      "  lucidq demo -s symmetric -s granularity  two of them";
+      "  lucidq demo -s symmetric -s granularity  two of them\n"
+      "  lucidq demo -s checkpoint --out /tmp/q   the checkpoint job, files in /tmp/q";
   demo->footer(footer);
   demo->add_option("-s,--section", *selected, "Run only this section; repeat for several")
       ->type_name("NAME")
       ->check(CLI::IsMember(names));
-  demo->callback([selected] { run_demo(stdout, *selected); });
+  auto out_dir = std::make_shared<std::string>(default_demo_dir);
+  demo->add_option("--out", *out_dir,
+                   "Where the checkpoint section writes its files (a new or empty directory, or "
+                   "one it made before: its files are replaced)")
+      ->type_name("DIR")
+      ->capture_default_str();
+  demo->callback([selected, out_dir] {
+    run_demo(stdout, *selected);
+    if (selected->empty() ||
+        std::find(selected->begin(), selected->end(), "checkpoint") != selected->end()) {
+      run_checkpoint_demo(stdout, static_cast<int>(sections.size()) + 1, *out_dir);
+    }
+  });
 }
 
 }  // namespace lucidq::cli

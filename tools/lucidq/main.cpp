@@ -75,6 +75,10 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.get_formatter()->column_width(34);
   lucidq::cli::add_demo_command(app);
+  lucidq::cli::add_quantize_command(app);
+  lucidq::cli::add_dequantize_command(app);
+  lucidq::cli::add_inspect_command(app);
+  lucidq::cli::add_plot_command(app);
 
   try {
     app.parse(argc, argv);

@@ -107,6 +107,12 @@ class SafetensorsFile {
   TensorView view(std::string_view name) const;
   /// The raw bytes of `entry` inside the mapping.
   std::span<const std::byte> bytes(const SafetensorsEntry& entry) const;
+  /// Tells the OS this process is done with `entry`'s bytes for now: the memory pages that
+  /// hold them leave the process's resident set (madvise MADV_DONTNEED; the OS page cache
+  /// may keep them). Views stay valid: reading them again loads the same bytes back. Lets a
+  /// pass over a large file keep its memory near one tensor's size. Pages shared with the
+  /// neighbouring tensors are released too. Best effort: never throws.
+  void release_pages(const SafetensorsEntry& entry) const noexcept;
   /// The path given to open().
   const std::filesystem::path& path() const { return path_; }
 

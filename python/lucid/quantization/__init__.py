@@ -1,0 +1,13 @@
+"""lucid.quantization: lucidq under the seed documents' name (`import lucid.quantization as Q`).
+
+Every public name of lucidq is re-exported; the objects are the same
+(lucid.quantization.QScheme is lucidq.QScheme).
+"""
+
+import lucidq as _lucidq
+from lucidq import *  # noqa: F401,F403  (the whole public API, by design)
+from lucidq import __all__ as _lucidq_all
+
+__all__ = list(_lucidq_all)
+__version__ = _lucidq.__version__
+__doc__ = _lucidq.__doc__

@@ -1,0 +1,52 @@
+"""lucidq: linear quantization of neural-network tensors (the Python face of lucid::quantization).
+
+The names are the C++ API's names (and the seed documents'): QScheme with its
+lowercase aliases, QDtype and the qint8 / quint8 / ... constants, QParams,
+calculate_qparams, quantize, dequantize, fake_quantize, pack_codes, error_metrics.
+`import lucid.quantization as Q` is the same module under the seed's name.
+
+Conventions of this module:
+- Inputs are NumPy arrays. float32 and float16 are used as they are; float64 is
+  rounded to float32 first; Python lists and numbers become float32; bfloat16
+  travels as its bit patterns in a uint16 array with input_dtype="bfloat16".
+  Other dtypes raise ValueError naming the dtype.
+- Outputs: dequantize / fake_quantize give float32 arrays; QuantizedTensor.int_repr()
+  gives int32 codes for every dtype; storage is the raw bytes (uint8).
+- Wherever a QScheme or QDtype is expected its name works too
+  ("per_channel_symmetric", "qint8[-127,127]").
+- Bad input raises lucidq.Error, a subclass of ValueError, whose message names
+  the argument, the value and what was expected.
+
+>>> import lucidq as Q, numpy as np
+>>> x = np.array([[191.6, -13.5, 728.6], [92.14, 295.5, -184], [0, 684.6, 245.5]], np.float32)
+>>> q = Q.quantize(x, Q.QParams.per_tensor(3.5, -70, Q.qint8))
+>>> q.int_repr()[0].tolist()
+[-15, -74, 127]
+"""
+
+from ._qscheme import QScheme
+from . import _lucidq
+
+# Every public name of the extension (QDtype, QParams, quantize, ..., and whatever a
+# new bind_*.cpp registers) is a name of this package: no list to keep in step.
+_native = [name for name in dir(_lucidq) if not name.startswith("_")]
+globals().update({name: getattr(_lucidq, name) for name in _native})
+
+__version__ = _lucidq.__version__
+
+# Lowercase aliases: the very same objects as the enum members.
+per_tensor_affine = QScheme.PER_TENSOR_AFFINE
+per_tensor_symmetric = QScheme.PER_TENSOR_SYMMETRIC
+per_channel_affine = QScheme.PER_CHANNEL_AFFINE
+per_channel_symmetric = QScheme.PER_CHANNEL_SYMMETRIC
+
+__all__ = sorted(
+    _native
+    + [
+        "QScheme",
+        "per_tensor_affine",
+        "per_tensor_symmetric",
+        "per_channel_affine",
+        "per_channel_symmetric",
+    ]
+)

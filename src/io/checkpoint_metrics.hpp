@@ -1,0 +1,27 @@
+// Internal: error metrics and non-finite counts of whole tensors in one streaming, parallel pass.
+#pragma once
+
+#include <cstdint>
+
+#include "lucid/quantization/metrics.hpp"
+#include "lucid/quantization/quantized_tensor.hpp"
+#include "lucid/quantization/tensor.hpp"
+
+namespace lucid::quantization::detail {
+
+/// The figures of error_metrics(original, quantized) (same definitions: reconstruction
+/// float(double(s) * (q - z)), sums in double, non-finite originals left out and counted,
+/// saturation = the unclamped code nearbyint(x * (1.0f / s)) + z outside the grid) without
+/// its whole-tensor float32 copies: the tensor is read in fixed blocks of 64 Ki elements,
+/// in parallel, and the blocks' sums are added in order, so the result does not depend on
+/// the thread count. count, nonfinite_count, max_abs_error and fraction_saturated equal
+/// error_metrics' exactly; the sums (hence mse, sqnr_db, cosine_similarity) may differ in
+/// the last bits because they are added in another order. `original` must be float32,
+/// float16 or bfloat16 (unaligned data allowed) with the quantized tensor's shape.
+ErrorMetrics streaming_error_metrics(const TensorView& original, const QuantizedTensor& quantized);
+
+/// The number of NaN and +-Inf elements of `x` (0 when x is not floating point). Unaligned
+/// data allowed; parallel.
+std::int64_t count_nonfinite(const TensorView& x);
+
+}  // namespace lucid::quantization::detail

@@ -1,0 +1,176 @@
+// quantize_checkpoint: a safetensors file quantized tensor by tensor into a lucidq checkpoint.
+#include <chrono>
+#include <cstring>
+
+#include "io/checkpoint_format.hpp"
+#include "io/checkpoint_metrics.hpp"
+#include "io/safetensors_format.hpp"
+#include "lucid/quantization/checkpoint.hpp"
+#include "lucid/quantization/error.hpp"
+#include "lucid/quantization/quantize.hpp"
+
+namespace lucid::quantization {
+namespace {
+
+// Runs `step`, prefixing any Error with the file and tensor it concerns.
+template <class Step>
+auto for_tensor(const std::string& file, std::string_view tensor, Step&& step) {
+  try {
+    return step();
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    if (what.starts_with(file + ":")) throw;  // already names the file
+    throw Error(file + ": tensor " + detail::quoted(tensor) + ": " + what);
+  }
+}
+
+void check_strict(const std::string& file, const SafetensorsEntry& entry, std::int64_t nonfinite,
+                  bool strict) {
+  if (strict && nonfinite > 0) {
+    throw Error(file + ": tensor " + detail::quoted(entry.name) + ": " +
+                std::to_string(nonfinite) +
+                " non-finite values (NaN or Inf) with strict checking on (expected finite "
+                "values; without --strict they are counted and quantized: NaN to the zero "
+                "point, +-Inf saturated)");
+  }
+}
+
+std::span<const std::byte> as_bytes(std::span<const std::uint8_t> bytes) {
+  return std::as_bytes(bytes);
+}
+
+// The zero points narrowed to the layout's zero-point dtype, as little-endian bytes.
+std::vector<std::byte> zero_point_bytes(const QuantizedTensorLayout& layout,
+                                        const std::vector<std::int32_t>& zero_points) {
+  const std::size_t width = element_size(layout.zero_point_type());
+  std::vector<std::byte> out(zero_points.size() * width);
+  for (std::size_t i = 0; i < zero_points.size(); ++i) {
+    const auto value = static_cast<std::uint32_t>(zero_points[i]);  // two's complement
+    std::memcpy(out.data() + i * width, &value, width);              // low bytes (little-endian)
+  }
+  return out;
+}
+
+QuantizedTensor quantize_with(const TensorView& x, const QuantSettings& s) {
+  if (s.group_size > 0) return quantize_per_group(x, s.qdtype, s.qscheme, s.axis, s.group_size);
+  return quantize(x, s.qscheme, s.qdtype, s.axis);
+}
+
+class Job {
+ public:
+  Job(const SafetensorsFile& in, SafetensorsWriter& out, const QuantizeCheckpointOptions& options)
+      : in_(in), out_(out), options_(options), file_(in.path().string()) {}
+
+  TensorReport run(const TensorPlan& plan) {
+    const SafetensorsEntry& entry = plan.entry;
+    TensorReport report;
+    report.name = entry.name;
+    report.shape = entry.shape;
+    report.dtype = entry.type;
+    report.settings = plan.settings;
+    report.reason = plan.reason;
+    report.bytes_before = entry.nbytes();
+    const TensorView view = in_.view(entry);
+    if (!plan.settings) {
+      report.metrics.nonfinite_count = count_nonfinite_checked(entry, view);
+      if (is_floating_point(entry.type)) {
+        report.metrics.count = view.numel() - report.metrics.nonfinite_count;
+      }
+      out_.write(entry.name, in_.bytes(entry));
+      report.bytes_after = entry.nbytes();
+      return report;
+    }
+    const QuantizedTensorLayout layout =
+        detail::make_layout(entry.name, entry.shape, entry.type, *plan.settings);
+    // float64 has no quantize kernel: it is rounded to float32 first.
+    Tensor narrowed;
+    TensorView x = view;
+    if (entry.type == ScalarType::float64) {
+      narrowed = for_tensor(file_, entry.name, [&] {
+        return Tensor::from_floats(to_float32(view, "tensor"), entry.shape);
+      });
+      x = narrowed.view();
+    }
+    const QuantizedTensor q =
+        for_tensor(file_, entry.name, [&] { return quantize_with(x, *plan.settings); });
+    report.metrics =
+        for_tensor(file_, entry.name, [&] { return detail::streaming_error_metrics(x, q); });
+    check_strict(file_, entry, report.metrics.nonfinite_count, options_.strict);
+
+    out_.write(layout.name, as_bytes(q.storage()));
+    out_.write(layout.scale_name(), std::as_bytes(std::span(q.qparams().scale)));
+    if (const auto zp = layout.zero_point_name()) {
+      out_.write(*zp, zero_point_bytes(layout, q.qparams().zero_point));
+    }
+    report.bytes_after = layout.nbytes();
+    if (options_.on_tensor) options_.on_tensor(entry.name, x, q);
+    return report;
+  }
+
+ private:
+  std::int64_t count_nonfinite_checked(const SafetensorsEntry& entry, const TensorView& view) {
+    const std::int64_t nonfinite = detail::count_nonfinite(view);
+    check_strict(file_, entry, nonfinite, options_.strict);
+    return nonfinite;
+  }
+
+  const SafetensorsFile& in_;
+  SafetensorsWriter& out_;
+  const QuantizeCheckpointOptions& options_;
+  std::string file_;
+};
+
+}  // namespace
+
+CheckpointReport quantize_checkpoint(const std::filesystem::path& input,
+                                     const std::filesystem::path& output,
+                                     const QuantizeCheckpointOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const SafetensorsFile in = SafetensorsFile::open(input);
+  const std::vector<TensorPlan> plan = plan_quantization(in, options.recipe);
+
+  std::vector<SafetensorsTensorSpec> specs;
+  std::map<std::string, std::string> metadata = in.metadata();
+  metadata[std::string(checkpoint_format_key)] = std::string(checkpoint_format_version);
+  std::uint64_t bytes_total = 0;
+  for (const TensorPlan& p : plan) {
+    bytes_total += p.entry.nbytes();
+    if (!p.settings) {
+      specs.push_back({p.entry.name, p.entry.type, p.entry.shape});
+      continue;
+    }
+    const QuantizedTensorLayout layout =
+        detail::make_layout(p.entry.name, p.entry.shape, p.entry.type, *p.settings);
+    for (SafetensorsTensorSpec& spec : layout.stored_tensors())
+      specs.push_back(std::move(spec));
+    metadata[std::string(checkpoint_tensor_key_prefix) + p.entry.name] =
+        detail::encode_tensor_metadata(layout);
+  }
+
+  SafetensorsWriter out(output, std::move(specs), metadata, options.overwrite);
+  CheckpointReport report;
+  report.input = input.string();
+  report.output = output.string();
+  report.input_file_bytes = in.header().data_offset + in.header().data_size;
+  Job job(in, out, options);
+  CheckpointProgress progress;
+  progress.tensor_count = plan.size();
+  progress.bytes_total = bytes_total;
+  for (const TensorPlan& p : plan) {
+    report.tensors.push_back(job.run(p));
+    in.release_pages(p.entry);
+    ++progress.tensors_done;
+    progress.bytes_done += p.entry.nbytes();
+    progress.tensor = p.entry.name;
+    if (options.progress) options.progress(progress);
+  }
+  out.commit();
+  std::error_code error;
+  const auto written = std::filesystem::file_size(output, error);
+  report.output_file_bytes = error ? 0 : written;
+  report.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
+}  // namespace lucid::quantization

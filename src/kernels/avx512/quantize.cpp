@@ -1,0 +1,185 @@
+// AVX-512 quantize / dequantize / fake_quantize kernels (F + BW + VL), 16 lanes at a time.
+#include "kernels/avx512/kernels.hpp"
+#include "kernels/avx512/params.hpp"
+
+namespace lucid::quantization::kernels::avx512 {
+namespace {
+
+// Codes of a grid of at most 16 bits. The clamp happens in float before the
+// conversion (round(clamp(y)) == clamp(round(y)) for integer bounds), so no
+// lane overflows int32. NaN passes both min and max (they return the second
+// operand for NaN) and converts to 0x80000000; adding the zero point leaves
+// exactly the zero point in the low 16 bits that store16 keeps.
+inline __m512i narrow_codes(__m512 x, const Lanes& p) {
+  const __m512 y = _mm512_mul_ps(x, p.inv);
+  const __m512 clamped = _mm512_min_ps(p.hi, _mm512_max_ps(p.lo, y));
+  return _mm512_add_epi32(_mm512_cvtps_epi32(clamped), p.zero);
+}
+
+// Codes of a 32-bit grid: the rounded product plus the zero point, clamped in
+// double (exact), as the reference does; NaN lanes get the zero point.
+inline __m512i wide_codes(__m512 x, const Lanes& p, Grid grid) {
+  const __m512 y = _mm512_mul_ps(x, p.inv);
+  const __mmask16 nan = _mm512_cmp_ps_mask(y, y, _CMP_UNORD_Q);
+  const __m512 rounded = _mm512_roundscale_ps(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512d qmin = _mm512_set1_pd(grid.quant_min);
+  const __m512d qmax = _mm512_set1_pd(grid.quant_max);
+  const __m512d z0 = _mm512_cvtepi32_pd(_mm512_castsi512_si256(p.zero));
+  const __m512d z1 = _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(p.zero, 1));
+  const __m512d c0 = _mm512_add_pd(low_half_pd(rounded), z0);
+  const __m512d c1 = _mm512_add_pd(high_half_pd(rounded), z1);
+  const __m256i i0 = _mm512_cvtpd_epi32(_mm512_min_pd(qmax, _mm512_max_pd(qmin, c0)));
+  const __m256i i1 = _mm512_cvtpd_epi32(_mm512_min_pd(qmax, _mm512_max_pd(qmin, c1)));
+  return _mm512_mask_mov_epi32(join(i0, i1), nan, p.zero);
+}
+
+template <FloatType T, CodeWidth W, class Params>
+void quantize_lanes(const void* x, std::int64_t n, const Params& params, Grid grid, void* codes) {
+  auto block = [&](std::int64_t k, __mmask16 m) {
+    const __m512 v = load16<T>(x, k, m);
+    const Lanes p = params.at(k, m);
+    if constexpr (W == CodeWidth::b32) {
+      store16<W>(codes, k, wide_codes(v, p, grid), m);
+    } else {
+      store16<W>(codes, k, narrow_codes(v, p), m);
+    }
+  };
+  std::int64_t k = 0;
+  for (; k + lanes <= n; k += lanes)
+    block(k, 0xffff);
+  if (k < n) block(k, first_lanes(n - k));
+}
+
+template <FloatType T, CodeWidth W>
+void quantize__avx512(const void* x, std::int64_t n, Affine p, Grid grid, void* codes) {
+  quantize_lanes<T, W>(x, n, Uniform(p, grid), grid, codes);
+}
+
+template <FloatType T, CodeWidth W>
+void quantize_vec__avx512(const void* x, std::int64_t n, const float* inv_scale,
+                          const std::int32_t* zero_point, Grid grid, void* codes) {
+  quantize_lanes<T, W>(x, n, PerElement{inv_scale, nullptr, zero_point, grid}, grid, codes);
+}
+
+// fake_quantize for grids of at most 16 bits, where s * (q - z) rounds the
+// same in float32 as in double (|q - z| < 2^24 makes the double product exact).
+template <FloatType T, class Params>
+void fake_quantize_lanes(const void* x, std::int64_t n, const Params& params, float* out,
+                         std::uint8_t* mask) {
+  const __m128i ones = _mm_set1_epi8(1);
+  auto block = [&](std::int64_t k, __mmask16 m) {
+    const Lanes p = params.at(k, m);
+    const __m512 y = _mm512_mul_ps(load16<T>(x, k, m), p.inv);
+    const __m512 rounded = _mm512_roundscale_ps(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    if (mask) {  // inside the grid before clamping; false for NaN (ordered compares)
+      const __mmask16 inside = _mm512_mask_cmp_ps_mask(
+          _mm512_cmp_ps_mask(rounded, p.lo, _CMP_GE_OQ), rounded, p.hi, _CMP_LE_OQ);
+      _mm_mask_storeu_epi8(mask + k, m, _mm_maskz_mov_epi8(inside, ones));
+    }
+    const __m512 clamped = _mm512_min_ps(p.hi, _mm512_max_ps(p.lo, rounded));
+    // NaN lanes -> +0 and -0 -> +0 in one masked add (the reference's q - z is an integer).
+    const __mmask16 ordered = _mm512_cmp_ps_mask(y, y, _CMP_ORD_Q);
+    const __m512 steps = _mm512_maskz_add_ps(ordered, clamped, _mm512_setzero_ps());
+    _mm512_mask_storeu_ps(out + k, m, _mm512_mul_ps(steps, p.scale));
+  };
+  std::int64_t k = 0;
+  for (; k + lanes <= n; k += lanes)
+    block(k, 0xffff);
+  if (k < n) block(k, first_lanes(n - k));
+}
+
+template <FloatType T>
+void fake_quantize__avx512(const void* x, std::int64_t n, Affine p, Grid grid, float* out,
+                           std::uint8_t* mask) {
+  fake_quantize_lanes<T>(x, n, Uniform(p, grid), out, mask);
+}
+
+template <FloatType T>
+void fake_quantize_vec__avx512(const void* x, std::int64_t n, const float* inv_scale,
+                               const float* scale, const std::int32_t* zero_point, Grid grid,
+                               float* out, std::uint8_t* mask) {
+  fake_quantize_lanes<T>(x, n, PerElement{inv_scale, scale, zero_point, grid}, out, mask);
+}
+
+// s * (q - z). For codes of at most 16 bits the float32 product is exact-then-rounded-once
+// like the reference's double product; int32 codes take the double route.
+template <CodeType C>
+inline void dequantize_block(const void* codes, std::int64_t k, __mmask16 m, __m512 scale,
+                             __m512i zero, float* out) {
+  const __m512i q = load_codes16<C>(codes, k, m);
+  if constexpr (C == CodeType::i32) {
+    const __m512d s0 = low_half_pd(scale), s1 = high_half_pd(scale);
+    const __m512d d0 = _mm512_sub_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(q)),
+                                     _mm512_cvtepi32_pd(_mm512_castsi512_si256(zero)));
+    const __m512d d1 = _mm512_sub_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(q, 1)),
+                                     _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(zero, 1)));
+    _mm256_mask_storeu_ps(out + k, static_cast<__mmask8>(m),
+                          _mm512_cvtpd_ps(_mm512_mul_pd(s0, d0)));
+    _mm256_mask_storeu_ps(out + k + 8, static_cast<__mmask8>(m >> 8),
+                          _mm512_cvtpd_ps(_mm512_mul_pd(s1, d1)));
+  } else {
+    const __m512 steps = _mm512_cvtepi32_ps(_mm512_sub_epi32(q, zero));
+    const __m512 values = _mm512_mul_ps(steps, scale);
+    if (m == 0xffff) {
+      _mm512_storeu_ps(out + k, values);
+    } else {
+      _mm512_mask_storeu_ps(out + k, m, values);
+    }
+  }
+}
+
+template <CodeType C>
+void dequantize__avx512(const void* codes, std::int64_t n, float scale, std::int32_t zero_point,
+                        float* out) {
+  const __m512 s = _mm512_set1_ps(scale);
+  const __m512i z = _mm512_set1_epi32(zero_point);
+  std::int64_t k = 0;
+  for (; k + lanes <= n; k += lanes)
+    dequantize_block<C>(codes, k, 0xffff, s, z, out);
+  if (k < n) dequantize_block<C>(codes, k, first_lanes(n - k), s, z, out);
+}
+
+template <CodeType C>
+void dequantize_vec__avx512(const void* codes, std::int64_t n, const float* scale,
+                            const std::int32_t* zero_point, float* out) {
+  for (std::int64_t k = 0; k < n; k += lanes) {
+    const __mmask16 m = first_lanes(n - k);
+    dequantize_block<C>(codes, k, m, _mm512_maskz_loadu_ps(m, scale + k),
+                        _mm512_maskz_loadu_epi32(m, zero_point + k), out);
+  }
+}
+
+template <FloatType T>
+void fill_for_input(KernelTable& table) {
+  const auto t = static_cast<int>(T);
+  table.quantize[t][0] = quantize__avx512<T, CodeWidth::b8>;
+  table.quantize[t][1] = quantize__avx512<T, CodeWidth::b16>;
+  table.quantize[t][2] = quantize__avx512<T, CodeWidth::b32>;
+  table.quantize_vec[t][0] = quantize_vec__avx512<T, CodeWidth::b8>;
+  table.quantize_vec[t][1] = quantize_vec__avx512<T, CodeWidth::b16>;
+  table.quantize_vec[t][2] = quantize_vec__avx512<T, CodeWidth::b32>;
+  table.fake_quantize[t][0] = fake_quantize__avx512<T>;
+  table.fake_quantize_vec[t][0] = fake_quantize_vec__avx512<T>;
+  // [t][1] (32-bit grids, |q - z| up to 2^32) keeps the reference kernel.
+}
+
+template <CodeType C>
+void fill_for_code(KernelTable& table) {
+  table.dequantize[static_cast<int>(C)] = dequantize__avx512<C>;
+  table.dequantize_vec[static_cast<int>(C)] = dequantize_vec__avx512<C>;
+}
+
+}  // namespace
+
+void fill_quantize_kernels(KernelTable& table) {
+  fill_for_input<FloatType::f32>(table);
+  fill_for_input<FloatType::f16>(table);
+  fill_for_input<FloatType::bf16>(table);
+  fill_for_code<CodeType::i8>(table);
+  fill_for_code<CodeType::u8>(table);
+  fill_for_code<CodeType::i16>(table);
+  fill_for_code<CodeType::u16>(table);
+  fill_for_code<CodeType::i32>(table);
+}
+
+}  // namespace lucid::quantization::kernels::avx512

@@ -1,0 +1,109 @@
+// Internal: the signatures of every kernel and the KernelTable one tier fills.
+//
+// A kernel processes a contiguous run of `n` elements with no allocation, no
+// threading and no validation: the caller (src/core) has already checked the
+// parameters and split the work. Every tier must produce bit-identical output
+// to the reference tier (src/kernels/reference), which is the specification.
+#pragma once
+
+#include <cstdint>
+
+#include "lucid/quantization/runtime.hpp"
+
+namespace lucid::quantization::kernels {
+
+/// Floating-point input element types, the first index of the kernel arrays.
+enum class FloatType : std::uint8_t { f32, f16, bf16 };
+inline constexpr int float_type_count = 3;
+
+/// Width of the codes a quantize kernel writes, truncating the code to its
+/// low bits (two's complement): b8 serves int8, uint8 and (via an int8
+/// scratch + pack) the packed 4- and 2-bit storages.
+enum class CodeWidth : std::uint8_t { b8, b16, b32 };
+inline constexpr int code_width_count = 3;
+
+/// Stored code types a dequantize kernel reads.
+enum class CodeType : std::uint8_t { i8, u8, i16, u16, i32 };
+inline constexpr int code_type_count = 5;
+
+/// One (scale, zero point) pair, with the reciprocal quantize multiplies by.
+struct Affine {
+  float inv_scale;  // 1.0f / scale
+  float scale;
+  std::int32_t zero_point;
+};
+
+/// The integer grid [quant_min, quant_max]; it contains every zero point.
+struct Grid {
+  std::int32_t quant_min;
+  std::int32_t quant_max;
+};
+
+// q[k] = clamp(nearbyint(x[k] * inv_scale) + zero_point, grid); NaN -> zero_point.
+using QuantizeFn = void (*)(const void* x, std::int64_t n, Affine p, Grid grid, void* codes);
+// The same with per-element parameters: element k uses inv_scale[k], zero_point[k].
+using QuantizeVecFn = void (*)(const void* x, std::int64_t n, const float* inv_scale,
+                               const std::int32_t* zero_point, Grid grid, void* codes);
+// out[k] = float(double(scale) * (q[k] - zero_point)).
+using DequantizeFn = void (*)(const void* codes, std::int64_t n, float scale,
+                              std::int32_t zero_point, float* out);
+using DequantizeVecFn = void (*)(const void* codes, std::int64_t n, const float* scale,
+                                 const std::int32_t* zero_point, float* out);
+// out[k] = dequantize(quantize(x[k])); mask[k] = unclamped code inside the grid
+// (false for NaN). `mask` may be null.
+using FakeQuantizeFn = void (*)(const void* x, std::int64_t n, Affine p, Grid grid, float* out,
+                                std::uint8_t* mask);
+using FakeQuantizeVecFn = void (*)(const void* x, std::int64_t n, const float* inv_scale,
+                                   const float* scale, const std::int32_t* zero_point, Grid grid,
+                                   float* out, std::uint8_t* mask);
+// int8 codes -> packed bytes, element 0 in the low bits; writes ceil(n * bits / 8)
+// bytes, the last byte's unused bits zero.
+using PackFn = void (*)(const std::int8_t* codes, std::int64_t n, std::uint8_t* packed);
+// Packed bytes -> int8 codes (sign-extended for the signed variants).
+using UnpackFn = void (*)(const std::uint8_t* packed, std::int64_t n, std::int8_t* codes);
+// Folds the finite elements into *min / *max; returns how many were not finite.
+using MinMaxFn = std::int64_t (*)(const void* x, std::int64_t n, float* min, float* max);
+// mins[k] = min(mins[k], x[k]), maxs[k] likewise, for finite x[k]; returns the non-finite count.
+using MinMaxVecFn = std::int64_t (*)(const void* x, std::int64_t n, float* mins, float* maxs);
+// *abs_max = max(*abs_max, |x[k]|) over finite x[k]; returns the non-finite count.
+using AbsMaxFn = std::int64_t (*)(const void* x, std::int64_t n, float* abs_max);
+using AbsMaxVecFn = std::int64_t (*)(const void* x, std::int64_t n, float* abs_maxs);
+// q[k] = clamp(nearbyint(double(acc[k]) * double(multiplier)) + zero_point, grid),
+// stored as 8-bit two's complement.
+using RequantizeFn = void (*)(const std::int32_t* acc, std::int64_t n, float multiplier,
+                              std::int32_t zero_point, Grid grid, std::uint8_t* out);
+using RequantizeVecFn = void (*)(const std::int32_t* acc, std::int64_t n, const float* multiplier,
+                                 const std::int32_t* zero_point, Grid grid, std::uint8_t* out);
+
+/// Every kernel of one tier. A tier may point an entry at the reference
+/// kernel where it has nothing faster.
+struct KernelTable {
+  Isa isa;
+  QuantizeFn quantize[float_type_count][code_width_count];
+  QuantizeVecFn quantize_vec[float_type_count][code_width_count];
+  DequantizeFn dequantize[code_type_count];
+  DequantizeVecFn dequantize_vec[code_type_count];
+  // [input][0]: grids of at most 16 bits; [input][1]: 32-bit grids.
+  FakeQuantizeFn fake_quantize[float_type_count][2];
+  FakeQuantizeVecFn fake_quantize_vec[float_type_count][2];
+  PackFn pack4;
+  PackFn pack2;
+  UnpackFn unpack4_signed;
+  UnpackFn unpack4_unsigned;
+  UnpackFn unpack2_signed;
+  UnpackFn unpack2_unsigned;
+  MinMaxFn minmax[float_type_count];
+  MinMaxVecFn minmax_vec[float_type_count];
+  AbsMaxFn abs_max[float_type_count];
+  AbsMaxVecFn abs_max_vec[float_type_count];
+  RequantizeFn requantize;
+  RequantizeVecFn requantize_vec;
+};
+
+/// The tables each tier defines (src/kernels/<tier>/table.cpp). The avx2 and
+/// avx512 tables may only be used when the CPU supports them.
+const KernelTable& reference_table();
+const KernelTable& avx2_table();
+const KernelTable& avx512_table();
+
+}  // namespace lucid::quantization::kernels

@@ -1,0 +1,36 @@
+# Kernel tiers (reference, avx2, avx512), dispatch and threading, added to the lucidq target.
+# Each ISA file gets its own flags, so one binary runs on any x86-64 (never -march=native).
+target_sources(lucidq PRIVATE
+  kernels/cpu_features.cpp
+  kernels/dispatch.cpp
+  kernels/parallel.cpp
+  kernels/reference/quantize.cpp
+  kernels/reference/pack.cpp
+  kernels/reference/range.cpp
+  kernels/reference/requantize.cpp
+  kernels/reference/table.cpp
+)
+
+# Bit-exactness needs x * inv_scale rounded on its own: no FMA contraction anywhere.
+target_compile_options(lucidq PRIVATE -ffp-contract=off)
+
+find_package(OpenMP)
+if(OpenMP_CXX_FOUND)
+  target_link_libraries(lucidq PRIVATE OpenMP::OpenMP_CXX)
+endif()
+
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
+  set(lucidq_avx2_kernels
+    kernels/avx2/quantize.cpp kernels/avx2/pack.cpp kernels/avx2/range.cpp kernels/avx2/requantize.cpp)
+  set(lucidq_avx512_kernels
+    kernels/avx512/quantize.cpp kernels/avx512/pack.cpp kernels/avx512/range.cpp
+    kernels/avx512/requantize.cpp)
+  target_sources(lucidq PRIVATE ${lucidq_avx2_kernels} ${lucidq_avx512_kernels}
+    kernels/avx2/table.cpp kernels/avx512/table.cpp)
+  # Only these files see the ISA flags; the tables that copy the reference table do not.
+  # (GCC 12 warns falsely about the _mm512_undefined_* values in its own intrinsics, GCC bug 105593.)
+  set_source_files_properties(${lucidq_avx2_kernels} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c")
+  set_source_files_properties(${lucidq_avx512_kernels} PROPERTIES
+    COMPILE_OPTIONS "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512vl;-Wno-maybe-uninitialized;-Wno-uninitialized")
+  target_compile_definitions(lucidq PRIVATE LUCIDQ_X86_KERNELS)
+endif()

@@ -1,0 +1,75 @@
+// Reference (scalar) range kernels: min / max and abs-max of the finite elements.
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/reference/affine.hpp"
+#include "kernels/reference/kernels.hpp"
+
+namespace lucid::quantization::kernels::reference {
+namespace {
+
+template <FloatType T>
+std::int64_t minmax(const void* x, std::int64_t n, float* min, float* max) {
+  std::int64_t nonfinite = 0;
+  for (std::int64_t k = 0; k < n; ++k) {
+    const float v = load_element<T>(x, k);
+    if (!std::isfinite(v)) {
+      ++nonfinite;
+      continue;
+    }
+    *min = std::min(*min, v);
+    *max = std::max(*max, v);
+  }
+  return nonfinite;
+}
+
+template <FloatType T>
+std::int64_t minmax_vec(const void* x, std::int64_t n, float* mins, float* maxs) {
+  std::int64_t nonfinite = 0;
+  for (std::int64_t k = 0; k < n; ++k)
+    nonfinite += minmax<T>(static_cast<const char*>(x) + k * (T == FloatType::f32 ? 4 : 2), 1,
+                           mins + k, maxs + k);
+  return nonfinite;
+}
+
+template <FloatType T>
+std::int64_t abs_max(const void* x, std::int64_t n, float* result) {
+  std::int64_t nonfinite = 0;
+  for (std::int64_t k = 0; k < n; ++k) {
+    const float v = load_element<T>(x, k);
+    if (!std::isfinite(v)) {
+      ++nonfinite;
+      continue;
+    }
+    *result = std::max(*result, std::fabs(v));
+  }
+  return nonfinite;
+}
+
+template <FloatType T>
+std::int64_t abs_max_vec(const void* x, std::int64_t n, float* results) {
+  std::int64_t nonfinite = 0;
+  for (std::int64_t k = 0; k < n; ++k)
+    nonfinite +=
+        abs_max<T>(static_cast<const char*>(x) + k * (T == FloatType::f32 ? 4 : 2), 1, results + k);
+  return nonfinite;
+}
+
+template <FloatType T>
+void fill_for_input(KernelTable& table) {
+  const auto t = static_cast<int>(T);
+  table.minmax[t] = minmax<T>;
+  table.minmax_vec[t] = minmax_vec<T>;
+  table.abs_max[t] = abs_max<T>;
+  table.abs_max_vec[t] = abs_max_vec<T>;
+}
+
+}  // namespace
+
+void fill_range_kernels(KernelTable& table) {
+  fill_for_input<FloatType::f32>(table);
+  fill_for_input<FloatType::f16>(table);
+  fill_for_input<FloatType::bf16>(table);
+}
+
+}  // namespace lucid::quantization::kernels::reference

@@ -1,0 +1,418 @@
+// Every kernel of every tier the CPU supports against the reference tier, bit for bit:
+// lengths 0..257 and around vector widths, unaligned starts, guard bytes after the end.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "kernels/kernel_table.hpp"
+#include "lucid/quantization/runtime.hpp"
+#include "lucid/quantization/scalar_type.hpp"
+#include "test_support.hpp"
+
+namespace Q = lucid::quantization;
+namespace K = lucid::quantization::kernels;
+
+namespace {
+
+constexpr std::uint8_t guard_byte = 0xa5;
+constexpr std::size_t guard_size = 64;
+
+// Lengths 0..257 plus edges of 512-bit and 4096-element blocks.
+std::vector<std::int64_t> lengths() {
+  std::vector<std::int64_t> out;
+  for (std::int64_t n = 0; n <= 257; ++n)
+    out.push_back(n);
+  for (std::int64_t n : {511, 512, 513, 1023, 1024, 1025, 4095, 4096, 4097})
+    out.push_back(n);
+  return out;
+}
+
+// A byte buffer whose payload starts `offset` bytes in and is followed by guard bytes.
+struct Guarded {
+  std::vector<std::uint8_t> bytes;
+  std::size_t offset;
+  std::size_t size;
+  Guarded(std::size_t payload, std::size_t offset_) : offset(offset_), size(payload) {
+    bytes.assign(offset + payload + guard_size, guard_byte);
+  }
+  void* data() { return bytes.data() + offset; }
+  template <class T>
+  T* as() {
+    return reinterpret_cast<T*>(data());
+  }
+  // Guard bytes before and after the payload are untouched.
+  bool intact() const {
+    for (std::size_t i = 0; i < offset; ++i)
+      if (bytes[i] != guard_byte) return false;
+    for (std::size_t i = offset + size; i < bytes.size(); ++i)
+      if (bytes[i] != guard_byte) return false;
+    return true;
+  }
+  std::vector<std::uint8_t> payload() const {
+    return {bytes.begin() + static_cast<std::ptrdiff_t>(offset),
+            bytes.begin() + static_cast<std::ptrdiff_t>(offset + size)};
+  }
+};
+
+// Inputs that exercise every branch: ordinary values, exact ties, grid edges,
+// NaN, +-Inf, +-0, huge values and subnormals.
+float interesting_value(std::mt19937_64& rng, float scale) {
+  std::uniform_int_distribution<int> kind(0, 15);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> step(-300, 300);
+  switch (kind(rng)) {
+    case 0:
+      return std::numeric_limits<float>::quiet_NaN();
+    case 1:
+      return unit(rng) < 0 ? -INFINITY : INFINITY;
+    case 2:
+      return unit(rng) < 0 ? -0.0f : 0.0f;
+    case 3:
+      return unit(rng) * 3e38f;
+    case 4:
+      return unit(rng) * 1e-40f;
+    case 5:
+    case 6:
+      return (static_cast<float>(step(rng)) + 0.5f) * scale;  // a tie when scale is a power of 2
+    default:
+      return unit(rng) * scale * 300.0f;
+  }
+}
+
+// n elements of type T (4 or 2 bytes each) at byte offset `offset`.
+Guarded make_input(K::FloatType type, std::int64_t n, std::size_t offset, std::mt19937_64& rng,
+                   float scale) {
+  const std::size_t size = type == K::FloatType::f32 ? 4 : 2;
+  Guarded in(static_cast<std::size_t>(n) * size, offset);
+  for (std::int64_t k = 0; k < n; ++k) {
+    const float v = interesting_value(rng, scale);
+    unsigned char* at = static_cast<unsigned char*>(in.data()) + static_cast<std::size_t>(k) * size;
+    if (type == K::FloatType::f32) {
+      std::memcpy(at, &v, 4);
+    } else {
+      const std::uint16_t bits =
+          type == K::FloatType::f16 ? Q::float_to_float16(v) : Q::float_to_bfloat16(v);
+      std::memcpy(at, &bits, 2);
+    }
+  }
+  return in;
+}
+
+// Grids of every storage width, full and custom ranges.
+std::vector<K::Grid> grids_for(K::CodeWidth width) {
+  switch (width) {
+    case K::CodeWidth::b8:
+      return {{-128, 127}, {0, 255}, {-127, 127}, {-8, 7}, {0, 15}, {-2, 1}, {0, 3}, {-100, 27}};
+    case K::CodeWidth::b16:
+      return {{-32768, 32767}, {0, 65535}, {-1000, 1000}};
+    default:
+      return {{std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::max()},
+              {-5, 1 << 30}};
+  }
+}
+
+std::size_t width_bytes(K::CodeWidth w) {
+  return w == K::CodeWidth::b8 ? 1 : w == K::CodeWidth::b16 ? 2 : 4;
+}
+
+std::int32_t random_zero_point(std::mt19937_64& rng, K::Grid grid) {
+  std::uniform_int_distribution<std::int64_t> z(grid.quant_min, grid.quant_max);
+  return static_cast<std::int32_t>(z(rng));
+}
+
+float random_scale(std::mt19937_64& rng) {
+  const float powers[] = {1.0f, 0.5f, 0.25f, 0.03125f, 4.0f, 1e-30f};
+  std::uniform_int_distribution<int> pick(0, 7);
+  const int p = pick(rng);
+  if (p < 6) return powers[p];  // exact reciprocals: ties stay ties
+  std::uniform_real_distribution<float> any(0.001f, 10.0f);
+  return any(rng);
+}
+
+const K::KernelTable& table_of(Q::Isa isa) {
+  switch (isa) {
+    case Q::Isa::avx2:
+      return K::avx2_table();
+    case Q::Isa::avx512:
+      return K::avx512_table();
+    default:
+      return K::reference_table();
+  }
+}
+
+class KernelTier : public ::testing::TestWithParam<Q::Isa> {
+ protected:
+  void SetUp() override {
+    const std::vector<Q::Isa> supported = Q::supported_isas();
+    if (std::find(supported.begin(), supported.end(), GetParam()) == supported.end()) {
+      GTEST_SKIP() << "tier " << Q::to_string(GetParam()) << " skipped: this CPU ("
+                   << Q::cpu_features().describe() << ") does not support it";
+    }
+    ASSERT_EQ(tier().isa, GetParam()) << "the table of a tier must say which tier it is";
+  }
+  const K::KernelTable& tier() const { return table_of(GetParam()); }
+  const K::KernelTable& reference() const { return K::reference_table(); }
+};
+
+const K::FloatType float_types[] = {K::FloatType::f32, K::FloatType::f16, K::FloatType::bf16};
+const K::CodeWidth code_widths[] = {K::CodeWidth::b8, K::CodeWidth::b16, K::CodeWidth::b32};
+
+std::string where(K::FloatType t, std::int64_t n, std::size_t offset, K::Grid g) {
+  return "input type " + std::to_string(static_cast<int>(t)) + ", n = " + std::to_string(n) +
+         ", offset " + std::to_string(offset) + ", grid [" + std::to_string(g.quant_min) + ", " +
+         std::to_string(g.quant_max) + "]";
+}
+
+}  // namespace
+
+TEST_P(KernelTier, QuantizeMatchesReference) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  for (const K::FloatType t : float_types) {
+    for (const K::CodeWidth w : code_widths) {
+      for (const K::Grid grid : grids_for(w)) {
+        for (const std::int64_t n : lengths()) {
+          const std::size_t offset = static_cast<std::size_t>(n % 4);
+          const float scale = random_scale(rng);
+          const K::Affine p{1.0f / scale, scale, random_zero_point(rng, grid)};
+          Guarded x = make_input(t, n, offset, rng, scale);
+          const std::size_t bytes = static_cast<std::size_t>(n) * width_bytes(w);
+          Guarded expected(bytes, 0), actual(bytes, (offset + 1) % 4);
+          reference().quantize[int(t)][int(w)](x.data(), n, p, grid, expected.data());
+          tier().quantize[int(t)][int(w)](x.data(), n, p, grid, actual.data());
+          ASSERT_EQ(actual.payload(), expected.payload()) << where(t, n, offset, grid);
+          ASSERT_TRUE(actual.intact()) << where(t, n, offset, grid);
+        }
+      }
+    }
+  }
+}
+
+TEST_P(KernelTier, QuantizePerElementMatchesReference) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  for (const K::FloatType t : float_types) {
+    for (const K::CodeWidth w : code_widths) {
+      for (const K::Grid grid : grids_for(w)) {
+        for (const std::int64_t n : lengths()) {
+          std::vector<float> inverse(static_cast<std::size_t>(n));
+          std::vector<std::int32_t> zero(static_cast<std::size_t>(n));
+          for (std::size_t k = 0; k < inverse.size(); ++k) {
+            inverse[k] = 1.0f / random_scale(rng);
+            zero[k] = random_zero_point(rng, grid);
+          }
+          Guarded x = make_input(t, n, 2, rng, 0.5f);
+          const std::size_t bytes = static_cast<std::size_t>(n) * width_bytes(w);
+          Guarded expected(bytes, 0), actual(bytes, 1);
+          reference().quantize_vec[int(t)][int(w)](x.data(), n, inverse.data(), zero.data(), grid,
+                                                   expected.data());
+          tier().quantize_vec[int(t)][int(w)](x.data(), n, inverse.data(), zero.data(), grid,
+                                              actual.data());
+          ASSERT_EQ(actual.payload(), expected.payload()) << where(t, n, 2, grid);
+          ASSERT_TRUE(actual.intact()) << where(t, n, 2, grid);
+        }
+      }
+    }
+  }
+}
+
+TEST_P(KernelTier, FakeQuantizeAndMaskMatchReference) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  for (const K::FloatType t : float_types) {
+    for (const K::CodeWidth w : code_widths) {
+      const int wide = w == K::CodeWidth::b32 ? 1 : 0;
+      for (const K::Grid grid : grids_for(w)) {
+        for (const std::int64_t n : lengths()) {
+          const float scale = random_scale(rng);
+          const K::Affine p{1.0f / scale, scale, random_zero_point(rng, grid)};
+          Guarded x = make_input(t, n, static_cast<std::size_t>(n % 3), rng, scale);
+          const auto count = static_cast<std::size_t>(n);
+          Guarded out_ref(count * 4, 0), out(count * 4, 4 * (n % 2)), mask_ref(count, 0),
+              mask(count, 3);
+          reference().fake_quantize[int(t)][wide](x.data(), n, p, grid, out_ref.as<float>(),
+                                                  mask_ref.as<std::uint8_t>());
+          tier().fake_quantize[int(t)][wide](x.data(), n, p, grid, out.as<float>(),
+                                             mask.as<std::uint8_t>());
+          ASSERT_EQ(out.payload(), out_ref.payload()) << where(t, n, 0, grid);
+          ASSERT_EQ(mask.payload(), mask_ref.payload()) << where(t, n, 0, grid);
+          ASSERT_TRUE(out.intact() && mask.intact()) << where(t, n, 0, grid);
+          Guarded out_no_mask(count * 4, 0);
+          tier().fake_quantize[int(t)][wide](x.data(), n, p, grid, out_no_mask.as<float>(),
+                                             nullptr);
+          ASSERT_EQ(out_no_mask.payload(), out_ref.payload()) << where(t, n, 0, grid);
+          // Per-element parameters.
+          std::vector<float> inverse(count), scales(count);
+          std::vector<std::int32_t> zero(count);
+          for (std::size_t k = 0; k < count; ++k) {
+            scales[k] = random_scale(rng);
+            inverse[k] = 1.0f / scales[k];
+            zero[k] = random_zero_point(rng, grid);
+          }
+          reference().fake_quantize_vec[int(t)][wide](x.data(), n, inverse.data(), scales.data(),
+                                                      zero.data(), grid, out_ref.as<float>(),
+                                                      mask_ref.as<std::uint8_t>());
+          tier().fake_quantize_vec[int(t)][wide](x.data(), n, inverse.data(), scales.data(),
+                                                 zero.data(), grid, out.as<float>(),
+                                                 mask.as<std::uint8_t>());
+          ASSERT_EQ(out.payload(), out_ref.payload()) << where(t, n, 0, grid);
+          ASSERT_EQ(mask.payload(), mask_ref.payload()) << where(t, n, 0, grid);
+          ASSERT_TRUE(out.intact() && mask.intact()) << where(t, n, 0, grid);
+        }
+      }
+    }
+  }
+}
+
+TEST_P(KernelTier, DequantizeMatchesReference) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  const std::pair<K::CodeType, std::size_t> types[] = {{K::CodeType::i8, 1},
+                                                       {K::CodeType::u8, 1},
+                                                       {K::CodeType::i16, 2},
+                                                       {K::CodeType::u16, 2},
+                                                       {K::CodeType::i32, 4}};
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (const auto& [type, size] : types) {
+    for (const std::int64_t n : lengths()) {
+      const auto count = static_cast<std::size_t>(n);
+      Guarded codes(count * size, static_cast<std::size_t>(n % 4));
+      for (std::size_t i = 0; i < codes.size; ++i)
+        codes.as<std::uint8_t>()[i] = static_cast<std::uint8_t>(byte(rng));
+      const K::Grid grid = type == K::CodeType::u8    ? K::Grid{0, 255}
+                           : type == K::CodeType::i8  ? K::Grid{-128, 127}
+                           : type == K::CodeType::i16 ? K::Grid{-32768, 32767}
+                           : type == K::CodeType::u16 ? K::Grid{0, 65535}
+                                                      : grids_for(K::CodeWidth::b32)[0];
+      const float scale = random_scale(rng) * (n % 7 == 0 ? 1e30f : 1.0f);
+      const std::int32_t zero = random_zero_point(rng, grid);
+      Guarded expected(count * 4, 0), actual(count * 4, 4);
+      reference().dequantize[int(type)](codes.data(), n, scale, zero, expected.as<float>());
+      tier().dequantize[int(type)](codes.data(), n, scale, zero, actual.as<float>());
+      ASSERT_EQ(actual.payload(), expected.payload()) << "code type " << int(type) << " n " << n;
+      ASSERT_TRUE(actual.intact());
+      std::vector<float> scales(count);
+      std::vector<std::int32_t> zeros(count);
+      for (std::size_t k = 0; k < count; ++k) {
+        scales[k] = random_scale(rng);
+        zeros[k] = random_zero_point(rng, grid);
+      }
+      reference().dequantize_vec[int(type)](codes.data(), n, scales.data(), zeros.data(),
+                                            expected.as<float>());
+      tier().dequantize_vec[int(type)](codes.data(), n, scales.data(), zeros.data(),
+                                       actual.as<float>());
+      ASSERT_EQ(actual.payload(), expected.payload()) << "code type " << int(type) << " n " << n;
+      ASSERT_TRUE(actual.intact());
+    }
+  }
+}
+
+TEST_P(KernelTier, PackAndUnpackMatchReference) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  for (const int bits : {4, 2}) {
+    const int per_byte = 8 / bits;
+    for (const bool is_signed : {true, false}) {
+      std::uniform_int_distribution<int> code(is_signed ? -(1 << (bits - 1)) : 0,
+                                              is_signed ? (1 << (bits - 1)) - 1 : (1 << bits) - 1);
+      for (const std::int64_t n : lengths()) {
+        const auto count = static_cast<std::size_t>(n);
+        const std::size_t packed_bytes = (count + per_byte - 1) / per_byte;
+        std::vector<std::int8_t> codes(count);
+        for (auto& c : codes)
+          c = static_cast<std::int8_t>(code(rng));
+        Guarded expected(packed_bytes, 0), actual(packed_bytes, 1 + count % 3);
+        const K::PackFn ref_pack = bits == 4 ? reference().pack4 : reference().pack2;
+        const K::PackFn pack = bits == 4 ? tier().pack4 : tier().pack2;
+        ref_pack(codes.data(), n, expected.as<std::uint8_t>());
+        pack(codes.data(), n, actual.as<std::uint8_t>());
+        ASSERT_EQ(actual.payload(), expected.payload()) << bits << " bits, n = " << n;
+        ASSERT_TRUE(actual.intact());
+        const K::UnpackFn unpack =
+            bits == 4 ? (is_signed ? tier().unpack4_signed : tier().unpack4_unsigned)
+                      : (is_signed ? tier().unpack2_signed : tier().unpack2_unsigned);
+        Guarded unpacked(count, 3);
+        unpack(actual.as<std::uint8_t>(), n, unpacked.as<std::int8_t>());
+        ASSERT_TRUE(count == 0 || std::memcmp(unpacked.data(), codes.data(), count) == 0)
+            << bits << " bits, n " << n;
+        ASSERT_TRUE(unpacked.intact());
+      }
+    }
+  }
+}
+
+TEST_P(KernelTier, RangesMatchReference) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  std::uniform_real_distribution<float> start(-5.0f, 5.0f);
+  for (const K::FloatType t : float_types) {
+    for (const std::int64_t n : lengths()) {
+      Guarded x = make_input(t, n, static_cast<std::size_t>(n % 4), rng, 0.01f);
+      const float lo0 = start(rng), hi0 = lo0 + 1.0f;
+      float lo_ref = lo0, hi_ref = hi0, lo = lo0, hi = hi0;
+      const std::int64_t bad_ref = reference().minmax[int(t)](x.data(), n, &lo_ref, &hi_ref);
+      ASSERT_EQ(tier().minmax[int(t)](x.data(), n, &lo, &hi), bad_ref) << "n = " << n;
+      ASSERT_EQ(lo, lo_ref) << "n = " << n;  // -0 == +0: the sign of a zero is unspecified
+      ASSERT_EQ(hi, hi_ref) << "n = " << n;
+      float top_ref = std::fabs(lo0), top = top_ref;
+      ASSERT_EQ(tier().abs_max[int(t)](x.data(), n, &top),
+                reference().abs_max[int(t)](x.data(), n, &top_ref));
+      ASSERT_EQ(top, top_ref) << "n = " << n;
+      const auto count = static_cast<std::size_t>(n);
+      std::vector<float> mins_ref(count), maxs_ref(count), tops_ref(count);
+      for (std::size_t k = 0; k < count; ++k) {
+        mins_ref[k] = start(rng);
+        maxs_ref[k] = mins_ref[k] + 0.5f;
+        tops_ref[k] = std::fabs(mins_ref[k]);
+      }
+      std::vector<float> mins = mins_ref, maxs = maxs_ref, tops = tops_ref;
+      ASSERT_EQ(tier().minmax_vec[int(t)](x.data(), n, mins.data(), maxs.data()),
+                reference().minmax_vec[int(t)](x.data(), n, mins_ref.data(), maxs_ref.data()));
+      ASSERT_EQ(mins, mins_ref) << "n = " << n;
+      ASSERT_EQ(maxs, maxs_ref) << "n = " << n;
+      ASSERT_EQ(tier().abs_max_vec[int(t)](x.data(), n, tops.data()),
+                reference().abs_max_vec[int(t)](x.data(), n, tops_ref.data()));
+      ASSERT_EQ(tops, tops_ref) << "n = " << n;
+    }
+  }
+}
+
+TEST_P(KernelTier, RequantizeMatchesReference) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  std::uniform_int_distribution<std::int32_t> any_acc(std::numeric_limits<std::int32_t>::min(),
+                                                      std::numeric_limits<std::int32_t>::max());
+  std::uniform_int_distribution<std::int32_t> small_acc(-100000, 100000);
+  std::uniform_real_distribution<float> multiplier(1e-6f, 2.0f);
+  for (const K::Grid grid : grids_for(K::CodeWidth::b8)) {
+    for (const std::int64_t n : lengths()) {
+      const auto count = static_cast<std::size_t>(n);
+      Guarded acc(count * 4, 4 * (count % 2));
+      for (std::size_t k = 0; k < count; ++k) {
+        acc.as<std::int32_t>()[k] = k % 5 == 0 ? any_acc(rng) : small_acc(rng);
+        if (k % 17 == 3) acc.as<std::int32_t>()[k] = std::numeric_limits<std::int32_t>::min();
+      }
+      const float m = n % 3 == 0 ? 0.5f : multiplier(rng);  // 0.5: exact ties
+      const std::int32_t z = random_zero_point(rng, grid);
+      Guarded expected(count, 0), actual(count, 1);
+      reference().requantize(acc.as<std::int32_t>(), n, m, z, grid, expected.as<std::uint8_t>());
+      tier().requantize(acc.as<std::int32_t>(), n, m, z, grid, actual.as<std::uint8_t>());
+      ASSERT_EQ(actual.payload(), expected.payload()) << "n = " << n;
+      ASSERT_TRUE(actual.intact());
+      std::vector<float> ms(count);
+      std::vector<std::int32_t> zs(count);
+      for (std::size_t k = 0; k < count; ++k) {
+        ms[k] = multiplier(rng);
+        zs[k] = random_zero_point(rng, grid);
+      }
+      reference().requantize_vec(acc.as<std::int32_t>(), n, ms.data(), zs.data(), grid,
+                                 expected.as<std::uint8_t>());
+      tier().requantize_vec(acc.as<std::int32_t>(), n, ms.data(), zs.data(), grid,
+                            actual.as<std::uint8_t>());
+      ASSERT_EQ(actual.payload(), expected.payload()) << "n = " << n;
+      ASSERT_TRUE(actual.intact());
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiers, KernelTier,
+                         ::testing::Values(Q::Isa::avx2, Q::Isa::avx512),
+                         [](const auto& info) { return Q::to_string(info.param); });

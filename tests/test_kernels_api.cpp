@@ -1,0 +1,289 @@
+// The public API on every supported tier and thread count against the reference tier:
+// every dtype, input type and granularity (per-channel on inner and outer axes, per-group).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "lucid/quantization.hpp"
+#include "test_support.hpp"
+
+namespace Q = lucid::quantization;
+
+namespace {
+
+// Restores the tier and thread count a test changed.
+class RuntimeGuard {
+ public:
+  RuntimeGuard() : isa_(Q::active_isa()), threads_(Q::num_threads()) {}
+  ~RuntimeGuard() {
+    Q::set_isa(isa_);
+    Q::set_num_threads(threads_);
+  }
+
+ private:
+  Q::Isa isa_;
+  int threads_;
+};
+
+// A tensor of mostly ordinary values with NaN, +-Inf, +-0, ties and huge values mixed in.
+Q::Tensor make_input(const Q::Shape& shape, Q::ScalarType type, std::mt19937_64& rng) {
+  Q::Tensor t(type, shape);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> kind(0, 40);
+  const auto n = static_cast<std::size_t>(t.numel());
+  for (std::size_t i = 0; i < n; ++i) {
+    float v = unit(rng) * 4.0f * static_cast<float>(1 + i % 5);
+    switch (kind(rng)) {
+      case 0:
+        v = NAN;
+        break;
+      case 1:
+        v = INFINITY;
+        break;
+      case 2:
+        v = -INFINITY;
+        break;
+      case 3:
+        v = -0.0f;
+        break;
+      case 4:
+        v = 2.5f;
+        break;
+      case 5:
+        v = 1e30f;
+        break;
+      default:
+        break;
+    }
+    if (type == Q::ScalarType::float32) {
+      t.data_as<float>()[i] = v;
+    } else {
+      t.data_as<std::uint16_t>()[i] =
+          type == Q::ScalarType::float16 ? Q::float_to_float16(v) : Q::float_to_bfloat16(v);
+    }
+  }
+  return t;
+}
+
+struct Granularity {
+  Q::QScheme scheme;
+  int axis;
+  std::int64_t group_size;
+};
+
+std::vector<Granularity> granularities(std::size_t rank) {
+  std::vector<Granularity> out{{Q::per_tensor_affine, 0, 0}, {Q::per_tensor_symmetric, 0, 0}};
+  if (rank == 0) return out;
+  out.push_back({Q::per_channel_affine, 0, 0});                    // outer axis
+  out.push_back({Q::per_channel_symmetric, -1, 0});                // last axis
+  out.push_back({Q::per_channel_affine, static_cast<int>(rank / 2), 0});
+  out.push_back({Q::per_channel_symmetric, -1, 3});                // groups along the last axis
+  out.push_back({Q::per_channel_affine, 0, 2});                    // groups along the outer axis
+  return out;
+}
+
+const Q::QDtype all_dtypes[] = {Q::qint8,  Q::quint8,  Q::qint8.narrow_range(),
+                                Q::qint4,  Q::quint4,  Q::qint2,
+                                Q::quint2, Q::qint16,  Q::qint32,
+                                Q::quint8.with_range(0, 100)};
+
+const Q::ScalarType input_types[] = {Q::ScalarType::float32, Q::ScalarType::float16,
+                                     Q::ScalarType::bfloat16};
+
+std::vector<std::uint8_t> bytes_of(const void* data, std::size_t size) {
+  const auto* p = static_cast<const std::uint8_t*>(data);
+  return {p, p + size};
+}
+
+// Every output of the API for one input, as raw bytes (floats compared bit for bit).
+std::vector<std::vector<std::uint8_t>> all_outputs(const Q::Tensor& x) {
+  std::vector<std::vector<std::uint8_t>> out;
+  const auto add_floats = [&](const std::vector<float>& v) {
+    out.push_back(bytes_of(v.data(), v.size() * sizeof(float)));
+  };
+  for (const Granularity& g : granularities(x.shape().size())) {
+    const Q::RangeStats range = Q::observe_range(x, g.scheme, g.axis, g.group_size);
+    add_floats(range.min);
+    add_floats(range.max);
+    out.push_back({static_cast<std::uint8_t>(range.nonfinite_count)});
+    add_floats(Q::observe_abs_max(x, g.scheme, g.axis, g.group_size).abs_max);
+    for (const Q::QDtype& dtype : all_dtypes) {
+      const Q::QParams qp = Q::choose_qparams(x, g.scheme, dtype, g.axis, g.group_size);
+      const Q::QuantizedTensor q = Q::quantize(x, qp);
+      out.emplace_back(q.storage().begin(), q.storage().end());
+      const Q::Tensor x_hat = Q::dequantize(q);
+      out.push_back(bytes_of(x_hat.data(), x_hat.nbytes()));
+      const Q::FakeQuantizeResult fq = Q::fake_quantize_with_mask(x, qp);
+      out.push_back(bytes_of(fq.output.data(), fq.output.nbytes()));
+      out.push_back(bytes_of(fq.mask.data(), fq.mask.nbytes()));
+      if (g.group_size > 0) {
+        const Q::QuantizedTensor fused = Q::quantize_per_group(x, dtype, g.scheme, g.axis,
+                                                               g.group_size);
+        EXPECT_EQ(fused.qparams().scale, qp.scale);
+        EXPECT_EQ(fused.qparams().zero_point, qp.zero_point);
+        EXPECT_TRUE(std::equal(fused.storage().begin(), fused.storage().end(),
+                               q.storage().begin(), q.storage().end()))
+            << "quantize_per_group differs from choose_qparams + quantize for "
+            << Q::describe(qp) << " on " << Q::to_string(x.shape());
+      }
+    }
+  }
+  return out;
+}
+
+const std::vector<Q::Shape> shapes = {{0},  {1},     {17},       {3, 5, 7}, {4, 33},
+                                      {2, 3, 64}, {5, 1}, {1, 130}, {16, 16, 3}};
+
+class ApiTier : public ::testing::TestWithParam<Q::Isa> {
+ protected:
+  void SetUp() override {
+    const std::vector<Q::Isa> supported = Q::supported_isas();
+    if (std::find(supported.begin(), supported.end(), GetParam()) == supported.end()) {
+      GTEST_SKIP() << "tier " << Q::to_string(GetParam()) << " skipped: this CPU ("
+                   << Q::cpu_features().describe() << ") does not support it";
+    }
+  }
+  RuntimeGuard guard_;
+};
+
+// The same fixture over all tiers, reference included, for thread-count checks.
+class ThreadTier : public ApiTier {};
+
+}  // namespace
+
+TEST_P(ApiTier, EveryOutputMatchesTheReferenceTier) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  for (const Q::ScalarType type : input_types) {
+    for (const Q::Shape& shape : shapes) {
+      const Q::Tensor x = make_input(shape, type, rng);
+      Q::set_isa(Q::Isa::reference);
+      const auto expected = all_outputs(x);
+      Q::set_isa(GetParam());
+      ASSERT_EQ(Q::active_isa(), GetParam());
+      const auto actual = all_outputs(x);
+      ASSERT_EQ(actual.size(), expected.size());
+      for (std::size_t i = 0; i < actual.size(); ++i) {
+        ASSERT_EQ(actual[i], expected[i]) << "output " << i << " for shape " << Q::to_string(shape)
+                                          << ", input " << Q::to_string(type);
+      }
+    }
+  }
+}
+
+TEST_P(ThreadTier, ResultsDoNotDependOnTheThreadCount) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  Q::set_isa(GetParam());
+  // Large enough to be split over threads; odd sizes put piece edges mid-group.
+  const Q::Tensor x = make_input({131, 1037}, Q::ScalarType::float32, rng);
+  Q::set_num_threads(1);
+  const auto one = all_outputs(x);
+  for (const int threads : {2, 3}) {
+    Q::set_num_threads(threads);
+    const auto many = all_outputs(x);
+    ASSERT_EQ(many.size(), one.size());
+    for (std::size_t i = 0; i < one.size(); ++i)
+      ASSERT_EQ(many[i], one[i]) << "output " << i << " with " << threads << " threads";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiers, ApiTier, ::testing::Values(Q::Isa::avx2, Q::Isa::avx512),
+                         [](const auto& info) { return Q::to_string(info.param); });
+INSTANTIATE_TEST_SUITE_P(Tiers, ThreadTier,
+                         ::testing::Values(Q::Isa::reference, Q::Isa::avx2, Q::Isa::avx512),
+                         [](const auto& info) { return Q::to_string(info.param); });
+
+TEST(QuantizeInto, MatchesTheAllocatingFormsAndChecksSizes) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  const Q::Tensor x = make_input({6, 11}, Q::ScalarType::float32, rng);
+  for (const Q::QDtype& dtype : {Q::qint8, Q::quint4, Q::qint32}) {
+    const Q::QParams qp = Q::choose_qparams(x, Q::per_channel_affine, dtype, 1);
+    const Q::QuantizedTensor q = Q::quantize(x, qp);
+    std::vector<std::uint8_t> storage(q.storage().size() + 1);
+    EXPECT_ERROR_CONTAINS(Q::quantize_into(x, qp, storage), "quantize_into: out holds");
+    storage.pop_back();
+    Q::quantize_into(x, qp, storage);
+    EXPECT_TRUE(std::equal(storage.begin(), storage.end(), q.storage().begin()));
+
+    const Q::Tensor x_hat = Q::dequantize(q);
+    std::vector<float> floats(static_cast<std::size_t>(x.numel()));
+    Q::dequantize_into(q, floats);
+    EXPECT_EQ(std::memcmp(floats.data(), x_hat.data(), x_hat.nbytes()), 0);
+    std::vector<float> too_short(3);
+    EXPECT_ERROR_CONTAINS(Q::dequantize_into(q, too_short), "dequantize_into: out holds 3");
+
+    const Q::FakeQuantizeResult fq = Q::fake_quantize_with_mask(x, qp);
+    std::vector<std::uint8_t> mask(floats.size());
+    Q::fake_quantize_into(x, qp, floats, mask);
+    EXPECT_EQ(std::memcmp(floats.data(), fq.output.data(), fq.output.nbytes()), 0);
+    EXPECT_EQ(std::memcmp(mask.data(), fq.mask.data(), fq.mask.nbytes()), 0);
+    std::vector<std::uint8_t> short_mask(2);
+    EXPECT_ERROR_CONTAINS(Q::fake_quantize_into(x, qp, floats, short_mask),
+                          "fake_quantize_into: mask");
+  }
+}
+
+TEST(QuantizePerGroup, EqualsChooseQparamsThenQuantizeOnLargeInputs) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  RuntimeGuard guard;
+  const Q::Tensor x = make_input({257, 129}, Q::ScalarType::bfloat16, rng);
+  for (const int threads : {1, 2}) {
+    Q::set_num_threads(threads);
+    for (const auto& [axis, group] : {std::pair{1, 32}, std::pair{-1, 7}, std::pair{0, 5}}) {
+      for (const Q::QDtype& dtype : {Q::qint4, Q::quint2, Q::qint8}) {
+        const Q::QuantizedTensor fused =
+            Q::quantize_per_group(x, dtype, Q::per_channel_affine, axis, group);
+        const Q::QuantizedTensor two_step =
+            Q::quantize(x, Q::choose_qparams(x, Q::per_channel_affine, dtype, axis, group));
+        EXPECT_EQ(fused.qparams().scale, two_step.qparams().scale);
+        EXPECT_EQ(fused.qparams().zero_point, two_step.qparams().zero_point);
+        EXPECT_EQ(fused.qparams().ch_axis, axis);
+        EXPECT_EQ(fused.int_repr(), two_step.int_repr())
+            << dtype.name() << " axis " << axis << " group " << group;
+      }
+    }
+  }
+}
+
+TEST(QuantizePerGroup, RejectsBadArguments) {
+  const std::vector<float> v(8, 1.0f);
+  const Q::TensorView x(v);
+  EXPECT_ERROR_CONTAINS(Q::quantize_per_group(x, Q::qint4, Q::per_tensor_affine, 0, 4),
+                        "quantize_per_group: qscheme = per_tensor_affine");
+  EXPECT_ERROR_CONTAINS(Q::quantize_per_group(x, Q::qint4, Q::per_channel_affine, 0, 0),
+                        "quantize_per_group: group_size = 0");
+  EXPECT_ERROR_CONTAINS(Q::quantize_per_group(x, Q::qint4, Q::per_channel_affine, 3, 4),
+                        "ch_axis = 3");
+  EXPECT_ERROR_CONTAINS(Q::quantize_per_group(x, Q::qint4, Q::per_channel_affine, 0, 4, -1.0f),
+                        "eps = -1");
+  const std::vector<std::int32_t> ints(4);
+  EXPECT_ERROR_CONTAINS(
+      Q::quantize_per_group(Q::TensorView(ints.data(), Q::ScalarType::int32, {4}), Q::qint4,
+                            Q::per_channel_affine, 0, 2),
+      "element type int32");
+}
+
+TEST(ObserveRange, ZeroBoundsArePositiveZeroWhateverTheOrder) {
+  // -0 and +0 compare equal; the reported bound is +0 on every tier and thread count.
+  const std::vector<float> x{-0.0f, 0.0f, 1.0f, -0.0f};
+  const Q::RangeStats range = Q::observe_range(Q::TensorView(x), Q::per_tensor_affine);
+  EXPECT_FALSE(std::signbit(range.min[0]));
+  const std::vector<float> negative_zero_max{-0.0f, -1.0f};
+  EXPECT_FALSE(std::signbit(
+      Q::observe_range(Q::TensorView(negative_zero_max), Q::per_tensor_affine).max[0]));
+}
+
+TEST(ObserveAbsMax, SkipsNonFiniteValuesPerChannel) {
+  const std::vector<float> x{1.0f, -3.0f, NAN, 2.0f, INFINITY, -0.5f};
+  const Q::AbsMaxStats stats =
+      Q::observe_abs_max(Q::TensorView(x, {3, 2}), Q::per_channel_symmetric, 1);
+  EXPECT_EQ(stats.abs_max, (std::vector<float>{1.0f, 3.0f}));
+  EXPECT_EQ(stats.nonfinite_count, 2);
+  const Q::AbsMaxStats all = Q::observe_abs_max(Q::TensorView(x), Q::per_tensor_symmetric);
+  EXPECT_EQ(all.abs_max, (std::vector<float>{3.0f}));
+  EXPECT_ERROR_CONTAINS(Q::observe_abs_max(Q::TensorView(x), Q::per_tensor_affine, 0, 2),
+                        "observe_abs_max: group_size = 2");
+}

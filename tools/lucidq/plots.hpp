@@ -1,0 +1,31 @@
+// Plot files of quantized tensors for `lucidq quantize --plots` and `lucidq plot`.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "lucid/quantization/quantized_tensor.hpp"
+#include "lucid/quantization/tensor.hpp"
+
+namespace lucidq::cli {
+
+/// The two figures of tensor `name` in `dir`: NAME.errors.png (plot_quantization_errors) and
+/// NAME.report.png (plot_tensor_report), with '/' in the name replaced by '_'.
+std::pair<std::filesystem::path, std::filesystem::path> plot_paths(const std::filesystem::path& dir,
+                                                                   std::string_view name);
+
+using TensorCallback = std::function<void(std::string_view, const lucid::quantization::TensorView&,
+                                          const lucid::quantization::QuantizedTensor&)>;
+
+/// A QuantizeCheckpointOptions::on_tensor callback drawing both figures of each quantized
+/// tensor into `dir`, which it creates when missing; each path written is appended to
+/// `written`. Throws Error up front when a figure of a tensor in `planned` already exists
+/// and `force` is false, so a long job does not fail at its first plot.
+TensorCallback plot_writer(const std::filesystem::path& dir, bool force,
+                           const std::vector<std::string>& planned, std::vector<std::string>& written);
+
+}  // namespace lucidq::cli
