@@ -230,7 +230,8 @@ void bench_quantize_per_group(benchmark::State& state, std::int64_t ws, int) {
   const auto x = random_floats(static_cast<std::size_t>(n));
   const Q::TensorView view(x.data(), Q::ScalarType::float32, {n / row, row});
   for (auto _ : state)
-    benchmark::DoNotOptimize(Q::quantize_per_group(view, Q::qint4, Q::per_channel_symmetric, 1, 32));
+    benchmark::DoNotOptimize(
+        Q::quantize_per_group(view, Q::qint4, Q::per_channel_symmetric, 1, 32));
   finish(state, n, n * 9 / 2);
 }
 
@@ -259,7 +260,10 @@ std::int64_t parse_size(const std::string& text) {
   std::size_t used = 0;
   const double value = std::stod(text, &used);
   const std::string unit = text.substr(used);
-  const double scale = unit == "K" ? 1024.0 : unit == "M" ? 1048576.0 : unit == "G" ? 1073741824.0 : 1.0;
+  const double scale = unit == "K"   ? 1024.0
+                       : unit == "M" ? 1048576.0
+                       : unit == "G" ? 1073741824.0
+                                     : 1.0;
   return static_cast<std::int64_t>(value * scale);
 }
 
@@ -268,7 +272,8 @@ std::vector<std::string> split(const std::string& text) {
   std::size_t start = 0;
   while (start <= text.size()) {
     const std::size_t comma = text.find(',', start);
-    parts.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    parts.push_back(
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
@@ -276,7 +281,8 @@ std::vector<std::string> split(const std::string& text) {
 }
 
 // Removes --name=value from argv and returns value (or `fallback`).
-std::string take_flag(int& argc, char** argv, const std::string& name, const std::string& fallback) {
+std::string take_flag(int& argc, char** argv, const std::string& name,
+                      const std::string& fallback) {
   const std::string prefix = "--" + name + "=";
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]).rfind(prefix, 0) == 0) {
@@ -315,16 +321,16 @@ int main(int argc, char** argv) {
   for (const std::string& t : split(threads)) {
     for (const std::string& s : split(sizes)) {
       for (const Case& c : cases) {
-        if (!only.empty() && ("," + only + ",").find("," + std::string(c.name) + ",") == std::string::npos)
+        if (!only.empty() &&
+            ("," + only + ",").find("," + std::string(c.name) + ",") == std::string::npos)
           continue;
         const std::int64_t ws = parse_size(s);
         const int thread_count = std::stoi(t);
-        benchmark::RegisterBenchmark(
-            (std::string(c.name) + "/ws:" + s + "/threads:" + t).c_str(),
-            [c, ws, thread_count](benchmark::State& state) {
-              Q::set_num_threads(thread_count);
-              c.body(state, ws, thread_count);
-            })
+        benchmark::RegisterBenchmark((std::string(c.name) + "/ws:" + s + "/threads:" + t).c_str(),
+                                     [c, ws, thread_count](benchmark::State& state) {
+                                       Q::set_num_threads(thread_count);
+                                       c.body(state, ws, thread_count);
+                                     })
             ->UseRealTime()
             ->Unit(benchmark::kMicrosecond);
       }

@@ -45,8 +45,9 @@ run() {
   local name=$1
   shift
   for attempt in 1 2; do
+    rm -f "$dir/out.safetensors"  # a new output each time: replacing one costs its deletion too
     /usr/bin/time -v -o "$dir/time.txt" "$lucidq" quantize "$dir/llm.safetensors" \
-      -o "$dir/out.safetensors" --force --quiet "$@"
+      -o "$dir/out.safetensors" --quiet "$@"
     local wall user sys rss
     wall=$(awk -F': ' '/Elapsed \(wall clock\)/ {n = split($2, p, ":"); s = 0;
                         for (i = 1; i <= n; i++) s = s * 60 + p[i]; print s}' "$dir/time.txt")

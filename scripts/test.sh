@@ -76,6 +76,7 @@ echo "== ASan + UBSan build"
 if build asan; then
   echo "== C++ tests under ASan + UBSan"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    LSAN_OPTIONS="suppressions=$root/scripts/lsan.supp:print_suppressions=0" \
     ctest_suite ctest-asan build/asan
 fi
 

@@ -101,7 +101,8 @@ inline Tensor make_tensor(ScalarType type, const Shape& shape, const std::vector
 
 /// `count` normal values with per-row magnitudes spread over two decades and a few
 /// outliers, like a Linear layer's weight.
-inline std::vector<float> weight_values(std::int64_t rows, std::int64_t cols, std::mt19937_64& rng) {
+inline std::vector<float> weight_values(std::int64_t rows, std::int64_t cols,
+                                        std::mt19937_64& rng) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::uniform_real_distribution<float> magnitude(0.01f, 1.0f);
   std::vector<float> values;

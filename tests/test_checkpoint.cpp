@@ -134,14 +134,37 @@ TEST(CheckpointFormat, LayoutOfEachStorage) {
     Q::Shape param_shape;
     std::optional<Q::ScalarType> zero_point;
   } cases[] = {
-      {{Q::per_tensor_affine, Q::quint8, 0, 0}, Q::ScalarType::uint8, {3, 5}, {}, Q::ScalarType::uint8},
+      {{Q::per_tensor_affine, Q::quint8, 0, 0},
+       Q::ScalarType::uint8,
+       {3, 5},
+       {},
+       Q::ScalarType::uint8},
       {{Q::per_tensor_symmetric, Q::qint8, 0, 0}, Q::ScalarType::int8, {3, 5}, {}, std::nullopt},
-      {{Q::per_channel_affine, Q::qint4, 1, 0}, Q::ScalarType::uint8, {8}, {5}, Q::ScalarType::int8},
-      {{Q::per_channel_affine, Q::quint2, 0, 2}, Q::ScalarType::uint8, {4}, {2, 5}, Q::ScalarType::uint8},
-      {{Q::per_channel_affine, Q::qint16, 0, 0}, Q::ScalarType::int16, {3, 5}, {3}, Q::ScalarType::int16},
-      {{Q::per_channel_affine, Q::QDtype::full_range(16, false), 0, 0}, Q::ScalarType::uint16, {3, 5},
-       {3}, Q::ScalarType::uint16},
-      {{Q::per_channel_affine, Q::qint32, 1, 2}, Q::ScalarType::int32, {3, 5}, {3, 3}, Q::ScalarType::int32},
+      {{Q::per_channel_affine, Q::qint4, 1, 0},
+       Q::ScalarType::uint8,
+       {8},
+       {5},
+       Q::ScalarType::int8},
+      {{Q::per_channel_affine, Q::quint2, 0, 2},
+       Q::ScalarType::uint8,
+       {4},
+       {2, 5},
+       Q::ScalarType::uint8},
+      {{Q::per_channel_affine, Q::qint16, 0, 0},
+       Q::ScalarType::int16,
+       {3, 5},
+       {3},
+       Q::ScalarType::int16},
+      {{Q::per_channel_affine, Q::QDtype::full_range(16, false), 0, 0},
+       Q::ScalarType::uint16,
+       {3, 5},
+       {3},
+       Q::ScalarType::uint16},
+      {{Q::per_channel_affine, Q::qint32, 1, 2},
+       Q::ScalarType::int32,
+       {3, 5},
+       {3, 3},
+       Q::ScalarType::int32},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(Q::describe(c.settings));
@@ -152,9 +175,9 @@ TEST(CheckpointFormat, LayoutOfEachStorage) {
     EXPECT_EQ(layout.zero_point_name().has_value(), c.zero_point.has_value());
     if (c.zero_point) EXPECT_EQ(layout.zero_point_type(), *c.zero_point);
     const std::uint64_t params = static_cast<std::uint64_t>(Q::shape_numel(c.param_shape));
-    EXPECT_EQ(layout.nbytes(),
-              Q::shape_numel(c.code_shape) * Q::element_size(c.codes) + 4 * params +
-                  (c.zero_point ? params * Q::element_size(*c.zero_point) : 0));
+    EXPECT_EQ(layout.nbytes(), Q::shape_numel(c.code_shape) * Q::element_size(c.codes) +
+                                   4 * params +
+                                   (c.zero_point ? params * Q::element_size(*c.zero_point) : 0));
   }
 }
 
@@ -236,21 +259,22 @@ TEST(CheckpointDequantize, ToHalfTypesAndTheOriginalDtype) {
     std::optional<Q::ScalarType> dtype;
     Q::ScalarType embed_type, fc_type;
   };
-  for (const Case c : {Case{Q::ScalarType::bfloat16, Q::ScalarType::bfloat16, Q::ScalarType::bfloat16},
-                       Case{Q::ScalarType::float16, Q::ScalarType::float16, Q::ScalarType::float16},
-                       Case{std::nullopt, Q::ScalarType::bfloat16, Q::ScalarType::float32}}) {
+  for (const Case c :
+       {Case{Q::ScalarType::bfloat16, Q::ScalarType::bfloat16, Q::ScalarType::bfloat16},
+        Case{Q::ScalarType::float16, Q::ScalarType::float16, Q::ScalarType::float16},
+        Case{std::nullopt, Q::ScalarType::bfloat16, Q::ScalarType::float32}}) {
     SCOPED_TRACE(c.dtype ? Q::to_string(*c.dtype) : "original");
     const auto out = dir / "f.safetensors";
     Q::DequantizeCheckpointOptions options;
     options.dtype = c.dtype;
     options.overwrite = true;
-    const Q::DequantizeSummary summary = Q::dequantize_checkpoint(dir / "q.safetensors", out, options);
+    const Q::DequantizeSummary summary =
+        Q::dequantize_checkpoint(dir / "q.safetensors", out, options);
     EXPECT_EQ(summary.dequantized, 2u);
     EXPECT_EQ(summary.copied, 3u);
     const auto file = Q::SafetensorsFile::open(out);
-    for (const auto& [name, values, type] :
-         {std::tuple{"embed.weight", &embed, c.embed_type},
-          std::tuple{"layers.0.fc.weight", &fc, c.fc_type}}) {
+    for (const auto& [name, values, type] : {std::tuple{"embed.weight", &embed, c.embed_type},
+                                             std::tuple{"layers.0.fc.weight", &fc, c.fc_type}}) {
       SCOPED_TRACE(name);
       ASSERT_EQ(file.find(name)->type, type);
       std::string expected;
@@ -300,10 +324,11 @@ TEST(CheckpointQuantize, Float64AndFloat16Inputs) {
   // float64 is rounded to float32 first.
   const Q::Tensor narrowed = Q::Tensor::from_floats(Q::to_float32(f64, "a"), {4, 6});
   const Q::QuantizedTensor expected_a = core_quantize(narrowed, {});
-  EXPECT_TRUE(std::ranges::equal(Q::load_quantized_tensor(q, *contents.tensors[0].quantized).storage(),
-                                 expected_a.storage()));
-  EXPECT_TRUE(std::ranges::equal(Q::load_quantized_tensor(q, *contents.tensors[1].quantized).storage(),
-                                 core_quantize(f16, {}).storage()));
+  EXPECT_TRUE(std::ranges::equal(
+      Q::load_quantized_tensor(q, *contents.tensors[0].quantized).storage(), expected_a.storage()));
+  EXPECT_TRUE(
+      std::ranges::equal(Q::load_quantized_tensor(q, *contents.tensors[1].quantized).storage(),
+                         core_quantize(f16, {}).storage()));
 
   Q::DequantizeCheckpointOptions original;
   original.dtype = std::nullopt;
@@ -324,10 +349,12 @@ TEST(CheckpointQuantize, EmptyAndScalarTensors) {
   TempDir dir;
   const Q::Tensor empty(Q::ScalarType::float32, {0, 4});
   const Q::Tensor scalar = Q::Tensor::from_floats({2.5f}, {});
-  Q::write_safetensors(dir / "in.safetensors", {{"empty", empty.view()}, {"scalar", scalar.view()}});
+  Q::write_safetensors(dir / "in.safetensors",
+                       {{"empty", empty.view()}, {"scalar", scalar.view()}});
   Q::QuantizeCheckpointOptions options;
-  options.recipe.rules.insert(options.recipe.rules.begin(),
-                              {{"scalar"}, 0, Q::QuantSettings{Q::per_tensor_symmetric, Q::qint8, 0, 0}, "s"});
+  options.recipe.rules.insert(
+      options.recipe.rules.begin(),
+      {{"scalar"}, 0, Q::QuantSettings{Q::per_tensor_symmetric, Q::qint8, 0, 0}, "s"});
   const Q::CheckpointReport report =
       Q::quantize_checkpoint(dir / "in.safetensors", dir / "q.safetensors", options);
   ASSERT_EQ(report.quantized_count(), 2u);
@@ -339,8 +366,8 @@ TEST(CheckpointQuantize, EmptyAndScalarTensors) {
   Q::dequantize_checkpoint(dir / "q.safetensors", dir / "f.safetensors");
   const auto f = Q::SafetensorsFile::open(dir / "f.safetensors");
   EXPECT_EQ(f.find("empty")->shape, (Q::Shape{0, 4}));
-  const float expected = Q::dequantize(core_quantize(scalar, {Q::per_tensor_symmetric, Q::qint8, 0, 0}))
-                             .floats()[0];
+  const float expected =
+      Q::dequantize(core_quantize(scalar, {Q::per_tensor_symmetric, Q::qint8, 0, 0})).floats()[0];
   EXPECT_EQ(stored_bytes(f, "scalar"), std::string(reinterpret_cast<const char*>(&expected), 4));
 }
 
@@ -379,8 +406,9 @@ TEST(CheckpointQuantize, CallbacksSeeEveryTensor) {
   options.on_tensor = [](std::string_view, const Q::TensorView&, const Q::QuantizedTensor&) {
     throw Q::Error("plot failed");
   };
-  EXPECT_ERROR_CONTAINS(Q::quantize_checkpoint(dir / "in.safetensors", dir / "x.safetensors", options),
-                        "plot failed");
+  EXPECT_ERROR_CONTAINS(
+      Q::quantize_checkpoint(dir / "in.safetensors", dir / "x.safetensors", options),
+      "plot failed");
   EXPECT_FALSE(std::filesystem::exists(dir / "x.safetensors"));
 }
 

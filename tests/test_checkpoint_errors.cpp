@@ -26,9 +26,8 @@ constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
 // A valid two-tensor file: "a" F32 [2, 2] at [0, 16], "b" F32 [2] at [16, 24].
-const std::string kGoodHeader =
-    R"({"a":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]},)"
-    R"("b":{"dtype":"F32","shape":[2],"data_offsets":[16,24]}})";
+const std::string kGoodHeader = R"({"a":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]},)"
+                                R"("b":{"dtype":"F32","shape":[2],"data_offsets":[16,24]}})";
 const std::string kGoodData(24, '\0');
 
 struct BadFile {
@@ -131,14 +130,14 @@ TEST(CheckpointBadInput, ExistingOutputIsNeverReplacedWithoutOverwrite) {
 
   Q::quantize_checkpoint(dir / "in.safetensors", dir / "out.safetensors", overwrite);
   EXPECT_EQ(Q::SafetensorsFile::open(dir / "out.safetensors").metadata().at("lucidq.format"), "1");
-  EXPECT_EQ(dir.files(), (std::vector<std::string>{"bad.safetensors", "in.safetensors",
-                                                   "out.safetensors"}));
+  EXPECT_EQ(dir.files(),
+            (std::vector<std::string>{"bad.safetensors", "in.safetensors", "out.safetensors"}));
 }
 
 // A file with a [3, 4] weight holding NaN, +Inf and -Inf and a [3] bias holding a NaN.
 void write_nonfinite_model(const std::filesystem::path& path) {
-  const Q::Tensor w = Q::Tensor::from_floats(
-      {1, kNaN, -2, 3, kInf, 0.5f, -0.25f, 1, -kInf, 2, 2, 1}, {3, 4});
+  const Q::Tensor w =
+      Q::Tensor::from_floats({1, kNaN, -2, 3, kInf, 0.5f, -0.25f, 1, -kInf, 2, 2, 1}, {3, 4});
   const Q::Tensor b = Q::Tensor::from_floats({0.1f, kNaN, 0.3f}, {3});
   Q::write_safetensors(path, {{"w", w.view()}, {"b", b.view()}});
 }
@@ -157,7 +156,8 @@ TEST(CheckpointNonFinite, CountedReportedAndQuantizedAsTheCoreDoes) {
 
   const auto in = Q::SafetensorsFile::open(dir / "in.safetensors");
   const auto out = Q::SafetensorsFile::open(dir / "out.safetensors");
-  const Q::QuantizedTensor expected = Q::quantize(in.view("w"), Q::per_channel_symmetric, Q::qint8, 0);
+  const Q::QuantizedTensor expected =
+      Q::quantize(in.view("w"), Q::per_channel_symmetric, Q::qint8, 0);
   const auto contents = Q::read_checkpoint_contents(out);
   const Q::QuantizedTensor stored = Q::load_quantized_tensor(out, *contents.tensors[0].quantized);
   EXPECT_EQ(stored.int_repr(), expected.int_repr());
@@ -210,12 +210,11 @@ TEST(CheckpointPlan, RuleThatDoesNotFitNamesFileTensorAndRule) {
   TempDir dir;
   model.write(dir / "in.safetensors");
   Q::QuantizeCheckpointOptions options;
-  options.recipe =
-      Q::parse_recipe(R"({"rules": [{"match": "*.bias", "axis": 1}]})", "recipe.json");
-  EXPECT_ERROR_CONTAINS(Q::quantize_checkpoint(dir / "in.safetensors", dir / "out.safetensors",
-                                               options),
-                        (dir / "in.safetensors").string() +
-                            ": tensor \"layers.0.fc.bias\": recipe.json rules[0]: axis = 1");
+  options.recipe = Q::parse_recipe(R"({"rules": [{"match": "*.bias", "axis": 1}]})", "recipe.json");
+  EXPECT_ERROR_CONTAINS(
+      Q::quantize_checkpoint(dir / "in.safetensors", dir / "out.safetensors", options),
+      (dir / "in.safetensors").string() +
+          ": tensor \"layers.0.fc.bias\": recipe.json rules[0]: axis = 1");
   EXPECT_EQ(dir.files(), std::vector<std::string>{"in.safetensors"});
 }
 
@@ -247,13 +246,11 @@ TEST(ReadCheckpointContents, InconsistentMetadataNamesFileTensorAndKey) {
   const SmallModel model(13);
   TempDir dir;
   model.write(dir / "in.safetensors");
-  Q::quantize_checkpoint(dir / "in.safetensors", dir / "q.safetensors",
-                         [] {
-                           Q::QuantizeCheckpointOptions o;
-                           o.recipe = Q::QuantRecipe{
-                               {Q::default_rule({Q::per_channel_affine, Q::quint8, 0, 0})}};
-                           return o;
-                         }());
+  Q::quantize_checkpoint(dir / "in.safetensors", dir / "q.safetensors", [] {
+    Q::QuantizeCheckpointOptions o;
+    o.recipe = Q::QuantRecipe{{Q::default_rule({Q::per_channel_affine, Q::quint8, 0, 0})}};
+    return o;
+  }());
   const std::string key = "lucidq.tensor.embed.weight";
   const std::string good = Q::SafetensorsFile::open(dir / "q.safetensors").metadata().at(key);
   auto replaced = [&](const std::string& from, const std::string& to) {
@@ -267,34 +264,59 @@ TEST(ReadCheckpointContents, InconsistentMetadataNamesFileTensorAndKey) {
     std::set<std::string> drop;
     std::string message;
   } cases[] = {
-      {"newer format", [](auto& m) { m["lucidq.format"] = "2"; }, {},
+      {"newer format",
+       [](auto& m) { m["lucidq.format"] = "2"; },
+       {},
        "lucidq checkpoint format \"2\" (expected \"1\""},
-      {"no format key", [](auto& m) { m.erase("lucidq.format"); }, {},
+      {"no format key",
+       [](auto& m) { m.erase("lucidq.format"); },
+       {},
        "tensor \"embed.weight\": has \"lucidq.tensor.embed.weight\" metadata but the file has no "
        "\"lucidq.format\""},
-      {"not JSON", [&](auto& m) { m[key] = "{"; }, {},
+      {"not JSON",
+       [&](auto& m) { m[key] = "{"; },
+       {},
        "tensor \"embed.weight\": metadata \"lucidq.tensor.embed.weight\" is not valid JSON"},
-      {"missing key", [&](auto& m) { m[key] = replaced(R"("dtype":"quint8",)", ""); }, {},
+      {"missing key",
+       [&](auto& m) { m[key] = replaced(R"("dtype":"quint8",)", ""); },
+       {},
        "tensor \"embed.weight\": metadata \"lucidq.tensor.embed.weight\": \"dtype\" is missing"},
-      {"unknown dtype", [&](auto& m) { m[key] = replaced("quint8", "quint3"); }, {},
+      {"unknown dtype",
+       [&](auto& m) { m[key] = replaced("quint8", "quint3"); },
+       {},
        "\"dtype\" qdtype \"quint3\" is unknown"},
-      {"range differs", [&](auto& m) { m[key] = replaced(R"("quant_max":255)", R"("quant_max":200)"); },
-       {}, "\"quant_min\" and \"quant_max\" differ from the range of dtype quint8"},
-      {"wrong packing", [&](auto& m) { m[key] = replaced(R"("none")", R"("packed4")"); }, {},
+      {"range differs",
+       [&](auto& m) { m[key] = replaced(R"("quant_max":255)", R"("quant_max":200)"); },
+       {},
+       "\"quant_min\" and \"quant_max\" differ from the range of dtype quint8"},
+      {"wrong packing",
+       [&](auto& m) { m[key] = replaced(R"("none")", R"("packed4")"); },
+       {},
        "\"packing\" is \"packed4\" (expected \"none\" for quint8)"},
-      {"axis beyond rank", [&](auto& m) { m[key] = replaced(R"("axis":0)", R"("axis":2)"); }, {},
+      {"axis beyond rank",
+       [&](auto& m) { m[key] = replaced(R"("axis":0)", R"("axis":2)"); },
+       {},
        "\"axis\" is 2 (expected an integer in [0, 1])"},
-      {"shape differs from codes", [&](auto& m) { m[key] = replaced("[16,8]", "[8,16]"); }, {},
+      {"shape differs from codes",
+       [&](auto& m) { m[key] = replaced("[16,8]", "[8,16]"); },
+       {},
        "tensor \"embed.weight\": its codes tensor \"embed.weight\" is U8 [16, 8] (expected U8 "
        "[8, 16]"},
-      {"bad original dtype", [&](auto& m) { m[key] = replaced(R"("BF16")", R"("I8")"); }, {},
+      {"bad original dtype",
+       [&](auto& m) { m[key] = replaced(R"("BF16")", R"("I8")"); },
+       {},
        "\"original_dtype\" is \"I8\" (expected F32, F16, BF16 or F64)"},
-      {"scale missing", [](auto&) {}, {"embed.weight.scale"},
+      {"scale missing",
+       [](auto&) {},
+       {"embed.weight.scale"},
        "its scale tensor \"embed.weight.scale\" is missing (expected F32 [16])"},
-      {"zero point missing", [](auto&) {}, {"embed.weight.zero_point"},
+      {"zero point missing",
+       [](auto&) {},
+       {"embed.weight.zero_point"},
        "its zero_point tensor \"embed.weight.zero_point\" is missing"},
       {"companion names that are not the tensor's",
-       [&](auto& m) { m["lucidq.tensor.ghost"] = good; }, {},
+       [&](auto& m) { m["lucidq.tensor.ghost"] = good; },
+       {},
        "tensor \"ghost\": metadata \"lucidq.tensor.ghost\": \"scale\" is \"embed.weight.scale\" "
        "(expected \"ghost.scale\")"},
       {"metadata for a missing tensor",
@@ -304,7 +326,8 @@ TEST(ReadCheckpointContents, InconsistentMetadataNamesFileTensorAndKey) {
            text.replace(at, 12, "ghost");
          m["lucidq.tensor.ghost"] = text;
        },
-       {}, "tensor \"ghost\": its codes tensor \"ghost\" is missing"},
+       {},
+       "tensor \"ghost\": its codes tensor \"ghost\" is missing"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.what);

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint_test_support.hpp"
+#include "io/checkpoint_metrics.hpp"
 #include "lucid/quantization/checkpoint.hpp"
 #include "lucid/quantization/quantize.hpp"
 #include "test_support.hpp"
@@ -141,12 +142,11 @@ TEST(CheckpointMetrics, StreamedFiguresMatchTheCoreOnLargeTensors) {
   const Q::Tensor x = Q::testing::make_tensor(Q::ScalarType::bfloat16, {300, 1000}, values);
   TempDir dir;
   Q::write_safetensors(dir / "in.safetensors", {{"x", x.view()}});
-  for (const Q::QuantSettings s :
-       {Q::QuantSettings{Q::per_channel_symmetric, Q::qint8, 0, 0},
-        Q::QuantSettings{Q::per_channel_affine, Q::quint4, 1, 128},
-        Q::QuantSettings{Q::per_channel_symmetric, Q::qint2, 0, 7},
-        Q::QuantSettings{Q::per_channel_affine, Q::quint8, 1, 0},
-        Q::QuantSettings{Q::per_tensor_affine, Q::qint16, 0, 0}}) {
+  for (const Q::QuantSettings s : {Q::QuantSettings{Q::per_channel_symmetric, Q::qint8, 0, 0},
+                                   Q::QuantSettings{Q::per_channel_affine, Q::quint4, 1, 128},
+                                   Q::QuantSettings{Q::per_channel_symmetric, Q::qint2, 0, 7},
+                                   Q::QuantSettings{Q::per_channel_affine, Q::quint8, 1, 0},
+                                   Q::QuantSettings{Q::per_tensor_affine, Q::qint16, 0, 0}}) {
     SCOPED_TRACE(Q::describe(s));
     Q::QuantizeCheckpointOptions options;
     options.recipe = Q::QuantRecipe{{Q::default_rule(s)}};
@@ -169,6 +169,37 @@ TEST(CheckpointMetrics, StreamedFiguresMatchTheCoreOnLargeTensors) {
     EXPECT_NEAR(streamed.mse, core.mse, 1e-12 * core.mse);  // summation order only
     EXPECT_NEAR(streamed.sqnr_db, core.sqnr_db, 1e-10);
     EXPECT_NEAR(streamed.cosine_similarity, core.cosine_similarity, 1e-12);
+  }
+}
+
+// Saturation right at the rounding ties (x / s = m + 1/2) and beyond, for several grids and
+// zero points, including non-finite values and a 32-bit grid: the streamed count equals the
+// core's element-by-element one.
+TEST(CheckpointMetrics, SaturationAtTiesMatchesTheCore) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> x;
+  for (float m = -140.5f; m <= 140.5f; m += 0.5f)
+    x.push_back(m);  // every tie and integer
+  for (const float v : {nan, inf, -inf, 1e30f, -1e30f, 7.5f, 8.5f, -8.5f, -9.5f, 15.5f, 16.5f})
+    x.push_back(v);
+  const Q::Tensor t = Q::Tensor::from_floats(x);
+  for (const auto& [qdtype, zero_point] :
+       {std::pair{Q::qint8, 0}, std::pair{Q::qint8, 3}, std::pair{Q::qint8, -4},
+        std::pair{Q::quint8, 128}, std::pair{Q::quint8, 7}, std::pair{Q::qint4, 1},
+        std::pair{Q::quint4, 8}, std::pair{Q::qint2, 0}, std::pair{Q::qint16, 5},
+        std::pair{Q::qint32, 0}}) {
+    SCOPED_TRACE(qdtype.name() + " z = " + std::to_string(zero_point));
+    for (const float scale : {1.0f, 0.5f, 3.0f}) {
+      const Q::QParams qp = Q::QParams::per_tensor(scale, zero_point, qdtype);
+      const Q::QuantizedTensor q = Q::quantize(t, qp);
+      const Q::ErrorMetrics core = Q::error_metrics(t, q);
+      const Q::ErrorMetrics streamed = Q::detail::streaming_error_metrics(t, q);
+      EXPECT_GT(core.fraction_saturated, 0.0);
+      EXPECT_EQ(streamed.fraction_saturated, core.fraction_saturated) << "scale " << scale;
+      EXPECT_EQ(streamed.nonfinite_count, 3);
+      EXPECT_EQ(streamed.max_abs_error, core.max_abs_error);
+    }
   }
 }
 
@@ -239,7 +270,8 @@ TEST(CheckpointStreaming, PeakMemoryFollowsTheLargestTensorNotTheFile) {
   {
     std::vector<Q::SafetensorsTensorSpec> specs;
     for (int t = 0; t < count; ++t)
-      specs.push_back({"layer" + std::to_string(t) + ".weight", Q::ScalarType::bfloat16, {rows, cols}});
+      specs.push_back(
+          {"layer" + std::to_string(t) + ".weight", Q::ScalarType::bfloat16, {rows, cols}});
     Q::SafetensorsWriter writer(dir / "in.safetensors", specs);
     std::vector<std::uint16_t> row(cols);
     for (int t = 0; t < count; ++t) {

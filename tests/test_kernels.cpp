@@ -413,6 +413,5 @@ TEST_P(KernelTier, RequantizeMatchesReference) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Tiers, KernelTier,
-                         ::testing::Values(Q::Isa::avx2, Q::Isa::avx512),
+INSTANTIATE_TEST_SUITE_P(Tiers, KernelTier, ::testing::Values(Q::Isa::avx2, Q::Isa::avx512),
                          [](const auto& info) { return Q::to_string(info.param); });

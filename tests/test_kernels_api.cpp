@@ -78,18 +78,17 @@ struct Granularity {
 std::vector<Granularity> granularities(std::size_t rank) {
   std::vector<Granularity> out{{Q::per_tensor_affine, 0, 0}, {Q::per_tensor_symmetric, 0, 0}};
   if (rank == 0) return out;
-  out.push_back({Q::per_channel_affine, 0, 0});                    // outer axis
-  out.push_back({Q::per_channel_symmetric, -1, 0});                // last axis
+  out.push_back({Q::per_channel_affine, 0, 0});      // outer axis
+  out.push_back({Q::per_channel_symmetric, -1, 0});  // last axis
   out.push_back({Q::per_channel_affine, static_cast<int>(rank / 2), 0});
-  out.push_back({Q::per_channel_symmetric, -1, 3});                // groups along the last axis
-  out.push_back({Q::per_channel_affine, 0, 2});                    // groups along the outer axis
+  out.push_back({Q::per_channel_symmetric, -1, 3});  // groups along the last axis
+  out.push_back({Q::per_channel_affine, 0, 2});      // groups along the outer axis
   return out;
 }
 
-const Q::QDtype all_dtypes[] = {Q::qint8,  Q::quint8,  Q::qint8.narrow_range(),
-                                Q::qint4,  Q::quint4,  Q::qint2,
-                                Q::quint2, Q::qint16,  Q::qint32,
-                                Q::quint8.with_range(0, 100)};
+const Q::QDtype all_dtypes[] = {
+    Q::qint8,  Q::quint8, Q::qint8.narrow_range(),     Q::qint4, Q::quint4, Q::qint2, Q::quint2,
+    Q::qint16, Q::qint32, Q::quint8.with_range(0, 100)};
 
 const Q::ScalarType input_types[] = {Q::ScalarType::float32, Q::ScalarType::float16,
                                      Q::ScalarType::bfloat16};
@@ -121,21 +120,21 @@ std::vector<std::vector<std::uint8_t>> all_outputs(const Q::Tensor& x) {
       out.push_back(bytes_of(fq.output.data(), fq.output.nbytes()));
       out.push_back(bytes_of(fq.mask.data(), fq.mask.nbytes()));
       if (g.group_size > 0) {
-        const Q::QuantizedTensor fused = Q::quantize_per_group(x, dtype, g.scheme, g.axis,
-                                                               g.group_size);
+        const Q::QuantizedTensor fused =
+            Q::quantize_per_group(x, dtype, g.scheme, g.axis, g.group_size);
         EXPECT_EQ(fused.qparams().scale, qp.scale);
         EXPECT_EQ(fused.qparams().zero_point, qp.zero_point);
-        EXPECT_TRUE(std::equal(fused.storage().begin(), fused.storage().end(),
-                               q.storage().begin(), q.storage().end()))
-            << "quantize_per_group differs from choose_qparams + quantize for "
-            << Q::describe(qp) << " on " << Q::to_string(x.shape());
+        EXPECT_TRUE(std::equal(fused.storage().begin(), fused.storage().end(), q.storage().begin(),
+                               q.storage().end()))
+            << "quantize_per_group differs from choose_qparams + quantize for " << Q::describe(qp)
+            << " on " << Q::to_string(x.shape());
       }
     }
   }
   return out;
 }
 
-const std::vector<Q::Shape> shapes = {{0},  {1},     {17},       {3, 5, 7}, {4, 33},
+const std::vector<Q::Shape> shapes = {{0},        {1},    {17},     {3, 5, 7},  {4, 33},
                                       {2, 3, 64}, {5, 1}, {1, 130}, {16, 16, 3}};
 
 class ApiTier : public ::testing::TestWithParam<Q::Isa> {
@@ -260,10 +259,9 @@ TEST(QuantizePerGroup, RejectsBadArguments) {
   EXPECT_ERROR_CONTAINS(Q::quantize_per_group(x, Q::qint4, Q::per_channel_affine, 0, 4, -1.0f),
                         "eps = -1");
   const std::vector<std::int32_t> ints(4);
-  EXPECT_ERROR_CONTAINS(
-      Q::quantize_per_group(Q::TensorView(ints.data(), Q::ScalarType::int32, {4}), Q::qint4,
-                            Q::per_channel_affine, 0, 2),
-      "element type int32");
+  EXPECT_ERROR_CONTAINS(Q::quantize_per_group(Q::TensorView(ints.data(), Q::ScalarType::int32, {4}),
+                                              Q::qint4, Q::per_channel_affine, 0, 2),
+                        "element type int32");
 }
 
 TEST(ObserveRange, ZeroBoundsArePositiveZeroWhateverTheOrder) {

@@ -66,7 +66,8 @@ TEST(QuantRecipe, FirstApplicableRuleWins) {
   Q::QuantRecipe recipe;
   recipe.rules.push_back({{"lm_head.*"}, 0, std::nullopt, "skip head"});
   recipe.rules.push_back({{"*.weight"}, 2, Q::QuantSettings{}, "weights"});
-  recipe.rules.push_back({{"*"}, 0, Q::QuantSettings{Q::per_tensor_affine, Q::quint8, 0, 0}, "rest"});
+  recipe.rules.push_back(
+      {{"*"}, 0, Q::QuantSettings{Q::per_tensor_affine, Q::quint8, 0, 0}, "rest"});
   EXPECT_EQ(recipe.match("lm_head.weight", 2)->origin, "skip head");
   EXPECT_EQ(recipe.match("fc.weight", 2)->origin, "weights");
   EXPECT_EQ(recipe.match("norm.weight", 1)->origin, "rest");  // min_ndim 2 skips "weights"
@@ -84,7 +85,9 @@ TEST(QuantRecipe, AnyPatternOfARuleMatches) {
 
 TEST(QuantRecipe, ComposeOrdersExcludeThenRecipeThenDefault) {
   Q::QuantRecipe file;
-  file.rules.push_back({{"*.fc.weight"}, 0, Q::QuantSettings{Q::per_channel_symmetric, Q::qint4, 1, 8},
+  file.rules.push_back({{"*.fc.weight"},
+                        0,
+                        Q::QuantSettings{Q::per_channel_symmetric, Q::qint4, 1, 8},
                         "recipe.json rules[0]"});
   const Q::QuantSettings cli{Q::per_channel_affine, Q::quint8, 0, 0};
   const Q::QuantRecipe r = Q::compose_recipe({"skip.*"}, file, {}, cli);

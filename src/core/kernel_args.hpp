@@ -22,8 +22,7 @@ inline constexpr std::int64_t piece_alignment = 64;
 
 /// True for the input types the kernels read directly.
 inline bool is_kernel_input(ScalarType type) {
-  return type == ScalarType::float32 || type == ScalarType::float16 ||
-         type == ScalarType::bfloat16;
+  return type == ScalarType::float32 || type == ScalarType::float16 || type == ScalarType::bfloat16;
 }
 
 /// The kernel index of float32 / float16 / bfloat16 (callers check is_kernel_input).

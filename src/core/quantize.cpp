@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/kernel_args.hpp"
+#include "core/large_buffer.hpp"
 #include "core/param_layout.hpp"
 #include "kernels/dispatch.hpp"
 #include "kernels/parallel.hpp"
@@ -68,8 +69,7 @@ struct AffineJob {
   void quantize_run(std::int64_t begin, std::int64_t end, std::int64_t slot, bool per_element,
                     int width, void* dst) const {
     if (per_element) {
-      kernels.quantize_vec[float_index][width](input_at(begin), end - begin,
-                                               inverse.data() + slot,
+      kernels.quantize_vec[float_index][width](input_at(begin), end - begin, inverse.data() + slot,
                                                qparams.zero_point.data() + slot, grid, dst);
     } else {
       kernels.quantize[float_index][width](input_at(begin), end - begin, affine(slot), grid, dst);
@@ -83,10 +83,10 @@ struct AffineJob {
     if (bits == 0) {
       const int width = detail::code_width_index(storage);
       const int bytes = detail::code_bytes(storage);
-      layout.for_each_run(begin, end, [&](std::int64_t b, std::int64_t e, std::int64_t slot,
-                                          bool per_element) {
-        quantize_run(b, e, slot, per_element, width, out + b * bytes);
-      });
+      layout.for_each_run(begin, end,
+                          [&](std::int64_t b, std::int64_t e, std::int64_t slot, bool per_element) {
+                            quantize_run(b, e, slot, per_element, width, out + b * bytes);
+                          });
       return;
     }
     // Packed: codes into an int8 scratch that stays in L1, then packed.
@@ -95,11 +95,11 @@ struct AffineJob {
     const int per_byte = 8 / bits;
     for (std::int64_t chunk = begin; chunk < end; chunk += detail::scratch_codes) {
       const std::int64_t stop = std::min(end, chunk + detail::scratch_codes);
-      layout.for_each_run(chunk, stop, [&](std::int64_t b, std::int64_t e, std::int64_t slot,
-                                           bool per_element) {
-        quantize_run(b, e, slot, per_element, static_cast<int>(kernels::CodeWidth::b8),
-                     scratch + (b - chunk));
-      });
+      layout.for_each_run(
+          chunk, stop, [&](std::int64_t b, std::int64_t e, std::int64_t slot, bool per_element) {
+            quantize_run(b, e, slot, per_element, static_cast<int>(kernels::CodeWidth::b8),
+                         scratch + (b - chunk));
+          });
       pack(scratch, stop - chunk, out + chunk / per_byte);
     }
   }
@@ -108,18 +108,18 @@ struct AffineJob {
   void fake_quantize_range(std::int64_t begin, std::int64_t end, float* out,
                            std::uint8_t* mask) const {
     const int wide = qparams.qdtype.bits() > 16 ? 1 : 0;
-    layout.for_each_run(begin, end, [&](std::int64_t b, std::int64_t e, std::int64_t slot,
-                                        bool per_element) {
-      std::uint8_t* mask_at = mask ? mask + b : nullptr;
-      if (per_element) {
-        kernels.fake_quantize_vec[float_index][wide](
-            input_at(b), e - b, inverse.data() + slot, qparams.scale.data() + slot,
-            qparams.zero_point.data() + slot, grid, out + b, mask_at);
-      } else {
-        kernels.fake_quantize[float_index][wide](input_at(b), e - b, affine(slot), grid, out + b,
-                                                 mask_at);
-      }
-    });
+    layout.for_each_run(
+        begin, end, [&](std::int64_t b, std::int64_t e, std::int64_t slot, bool per_element) {
+          std::uint8_t* mask_at = mask ? mask + b : nullptr;
+          if (per_element) {
+            kernels.fake_quantize_vec[float_index][wide](
+                input_at(b), e - b, inverse.data() + slot, qparams.scale.data() + slot,
+                qparams.zero_point.data() + slot, grid, out + b, mask_at);
+          } else {
+            kernels.fake_quantize[float_index][wide](input_at(b), e - b, affine(slot), grid,
+                                                     out + b, mask_at);
+          }
+        });
   }
 };
 
@@ -158,10 +158,10 @@ void dequantize_range(const KernelTable& k, const QuantizedTensor& q, const Para
   const int bits = detail::packed_bits(storage);
   if (bits == 0) {
     const int bytes = detail::code_bytes(storage);
-    layout.for_each_run(begin, end, [&](std::int64_t b, std::int64_t e, std::int64_t slot,
-                                        bool per_element) {
-      run(storage_bytes + b * bytes, b, e, slot, per_element);
-    });
+    layout.for_each_run(begin, end,
+                        [&](std::int64_t b, std::int64_t e, std::int64_t slot, bool per_element) {
+                          run(storage_bytes + b * bytes, b, e, slot, per_element);
+                        });
     return;
   }
   std::int8_t scratch[detail::scratch_codes];
@@ -172,20 +172,19 @@ void dequantize_range(const KernelTable& k, const QuantizedTensor& q, const Para
   for (std::int64_t chunk = begin; chunk < end; chunk += detail::scratch_codes) {
     const std::int64_t stop = std::min(end, chunk + detail::scratch_codes);
     unpack(storage_bytes + chunk / per_byte, stop - chunk, scratch);
-    layout.for_each_run(chunk, stop, [&](std::int64_t b, std::int64_t e, std::int64_t slot,
-                                         bool per_element) {
-      run(scratch + (b - chunk), b, e, slot, per_element);
-    });
+    layout.for_each_run(chunk, stop,
+                        [&](std::int64_t b, std::int64_t e, std::int64_t slot, bool per_element) {
+                          run(scratch + (b - chunk), b, e, slot, per_element);
+                        });
   }
 }
 
 void quantize_unchecked(const TensorView& x, const QParams& qparams, std::uint8_t* out) {
   const AffineJob job(kernels::active(), x, qparams);
   const std::int64_t n = x.numel();
-  kernels::parallel_pieces(n, kernels::threads_for(n), detail::piece_alignment,
-                           [&](int, std::int64_t begin, std::int64_t end) {
-                             job.quantize_range(begin, end, out);
-                           });
+  kernels::parallel_pieces(
+      n, kernels::threads_for(n), detail::piece_alignment,
+      [&](int, std::int64_t begin, std::int64_t end) { job.quantize_range(begin, end, out); });
 }
 
 void fake_quantize_unchecked(const TensorView& x, const QParams& qparams, float* out,
@@ -211,7 +210,8 @@ float dequantize_value(std::int32_t code, float scale, std::int32_t zero_point) 
 
 QuantizedTensor quantize(const TensorView& x, const QParams& qparams) {
   check_input(x, qparams, "quantize");
-  std::vector<std::uint8_t> storage(static_cast<std::size_t>(qparams.qdtype.storage_bytes(x.numel())));
+  std::vector<std::uint8_t> storage =
+      detail::zeroed_bytes(static_cast<std::size_t>(qparams.qdtype.storage_bytes(x.numel())));
   quantize_unchecked(x, qparams, storage.data());
   return QuantizedTensor(x.shape, qparams, std::move(storage));
 }

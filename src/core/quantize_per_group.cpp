@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/kernel_args.hpp"
+#include "core/large_buffer.hpp"
 #include "core/param_layout.hpp"
 #include "core/qparams_formula.hpp"
 #include "kernels/dispatch.hpp"
@@ -61,8 +62,8 @@ Unit unit_at(const ParamLayout& layout, std::int64_t unit) {
 }
 
 // Splits the units into `pieces` ranges whose flat starts are multiples of `align`.
-std::vector<std::int64_t> unit_boundaries(const ParamLayout& layout, std::int64_t units,
-                                          int pieces, std::int64_t align) {
+std::vector<std::int64_t> unit_boundaries(const ParamLayout& layout, std::int64_t units, int pieces,
+                                          std::int64_t align) {
   std::vector<std::int64_t> bounds{0};
   for (int p = 1; p < pieces; ++p) {
     std::int64_t u = std::max(bounds.back(), units / pieces * p + units % pieces * p / pieces);
@@ -136,8 +137,8 @@ struct FusedJob {
 
 }  // namespace
 
-QuantizedTensor quantize_per_group(const TensorView& x, QDtype qdtype, QScheme qscheme,
-                                   int ch_axis, std::int64_t group_size, float eps) {
+QuantizedTensor quantize_per_group(const TensorView& x, QDtype qdtype, QScheme qscheme, int ch_axis,
+                                   std::int64_t group_size, float eps) {
   using namespace detail;
   const char* what = "quantize_per_group";
   if (!is_per_channel(qscheme)) {
@@ -158,7 +159,8 @@ QuantizedTensor quantize_per_group(const TensorView& x, QDtype qdtype, QScheme q
   qparams.group_size = group_size;
   qparams.scale.assign(static_cast<std::size_t>(layout.slots()), 1.0f);
   qparams.zero_point.assign(static_cast<std::size_t>(layout.slots()), 0);
-  std::vector<std::uint8_t> storage(static_cast<std::size_t>(qdtype.storage_bytes(x.numel())));
+  std::vector<std::uint8_t> storage =
+      zeroed_bytes(static_cast<std::size_t>(qdtype.storage_bytes(x.numel())));
 
   const FusedJob job{kernels::active(),
                      static_cast<const unsigned char*>(x.data),
@@ -171,8 +173,8 @@ QuantizedTensor quantize_per_group(const TensorView& x, QDtype qdtype, QScheme q
                      eps,
                      &qparams};
   const std::int64_t units = layout.outer * layout.groups;
-  const int pieces =
-      static_cast<int>(std::clamp<std::int64_t>(kernels::threads_for(x.numel()), 1, std::max<std::int64_t>(units, 1)));
+  const int pieces = static_cast<int>(std::clamp<std::int64_t>(kernels::threads_for(x.numel()), 1,
+                                                               std::max<std::int64_t>(units, 1)));
   const std::vector<std::int64_t> bounds = unit_boundaries(layout, units, pieces, piece_alignment);
   const auto inner = static_cast<std::size_t>(layout.inner);
   std::vector<float> scratch(static_cast<std::size_t>(pieces) * inner * 3);  // mins, maxs, 1/s

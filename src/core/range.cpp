@@ -114,11 +114,11 @@ std::int64_t reduce_slots(const TensorView& x, const ParamLayout& layout, float 
         float* values[Arrays];
         for (int a = 0; a < Arrays; ++a)
           values[a] = partial.values[a].data() - partial.first;
-        layout.for_each_run(begin, end, [&](std::int64_t b, std::int64_t e, std::int64_t slot,
-                                            bool per_element) {
-          partial.nonfinite += run_fold(bytes + static_cast<std::size_t>(b) * element_bytes,
-                                        e - b, values, slot, per_element);
-        });
+        layout.for_each_run(
+            begin, end, [&](std::int64_t b, std::int64_t e, std::int64_t slot, bool per_element) {
+              partial.nonfinite += run_fold(bytes + static_cast<std::size_t>(b) * element_bytes,
+                                            e - b, values, slot, per_element);
+            });
       });
   std::int64_t nonfinite = 0;
   for (const Partial& partial : partials) {

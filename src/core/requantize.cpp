@@ -29,8 +29,8 @@ void check_parameters(std::span<const float> multipliers, std::span<const std::i
                   "] = " + std::to_string(multipliers[c]) + " (expected a finite value > 0)");
     }
     if (zero_points[c] < qdtype.quant_min() || zero_points[c] > qdtype.quant_max()) {
-      throw Error("requantize: zero_point[" + std::to_string(c) + "] = " +
-                  std::to_string(zero_points[c]) + " is outside " + qdtype.name());
+      throw Error("requantize: zero_point[" + std::to_string(c) +
+                  "] = " + std::to_string(zero_points[c]) + " is outside " + qdtype.name());
     }
   }
 }
@@ -47,16 +47,16 @@ Tensor requantize_with_layout(const TensorView& acc, std::span<const float> mult
   kernels::parallel_pieces(
       n, kernels::threads_for(n), detail::piece_alignment,
       [&](int, std::int64_t begin, std::int64_t end) {
-        layout.for_each_run(begin, end, [&](std::int64_t b, std::int64_t e, std::int64_t slot,
-                                            bool per_element) {
-          const auto s = static_cast<std::size_t>(slot);
-          if (per_element) {
-            k.requantize_vec(in + b, e - b, multipliers.data() + s, zero_points.data() + s, grid,
-                             codes + b);
-          } else {
-            k.requantize(in + b, e - b, multipliers[s], zero_points[s], grid, codes + b);
-          }
-        });
+        layout.for_each_run(
+            begin, end, [&](std::int64_t b, std::int64_t e, std::int64_t slot, bool per_element) {
+              const auto s = static_cast<std::size_t>(slot);
+              if (per_element) {
+                k.requantize_vec(in + b, e - b, multipliers.data() + s, zero_points.data() + s,
+                                 grid, codes + b);
+              } else {
+                k.requantize(in + b, e - b, multipliers[s], zero_points[s], grid, codes + b);
+              }
+            });
       });
   return out;
 }

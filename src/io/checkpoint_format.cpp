@@ -53,8 +53,8 @@ class Fields {
   }
   [[noreturn]] void fail(const char* key, const std::string& message) const {
     fail_tensor(file_, name_,
-                "metadata " + detail::quoted(std::string(checkpoint_tensor_key_prefix) +
-                                             std::string(name_)) +
+                "metadata " +
+                    detail::quoted(std::string(checkpoint_tensor_key_prefix) + std::string(name_)) +
                     ": \"" + key + "\" " + message);
   }
   static std::string shown(const json& value) {
@@ -219,11 +219,13 @@ QuantizedTensorLayout decode_tensor_metadata(std::string_view name, std::string_
   try {
     value = json::parse(json_text);
   } catch (const json::exception&) {
-    fail_tensor(file, name, "metadata " + detail::quoted(key) + " is not valid JSON (expected an object)");
+    fail_tensor(file, name,
+                "metadata " + detail::quoted(key) + " is not valid JSON (expected an object)");
   }
   if (!value.is_object()) {
-    fail_tensor(file, name, "metadata " + detail::quoted(key) + " is " + Fields::shown(value) +
-                                " (expected a JSON object)");
+    fail_tensor(file, name,
+                "metadata " + detail::quoted(key) + " is " + Fields::shown(value) +
+                    " (expected a JSON object)");
   }
   const Fields f(value, name, file);
   QuantSettings s;
@@ -248,10 +250,12 @@ QuantizedTensorLayout decode_tensor_metadata(std::string_view name, std::string_
   }
   const json& shape = f.get("shape");
   Shape dims;
-  const bool shape_ok = shape.is_array() && std::all_of(shape.begin(), shape.end(), [](const json& d) {
-                          return d.is_number_integer() && d.get<std::int64_t>() >= 0;
-                        });
-  if (!shape_ok) f.fail("shape", "is " + Fields::shown(shape) + " (expected an array of integers >= 0)");
+  const bool shape_ok =
+      shape.is_array() && std::all_of(shape.begin(), shape.end(), [](const json& d) {
+        return d.is_number_integer() && d.get<std::int64_t>() >= 0;
+      });
+  if (!shape_ok)
+    f.fail("shape", "is " + Fields::shown(shape) + " (expected an array of integers >= 0)");
   for (const json& dim : shape)
     dims.push_back(dim.get<std::int64_t>());
   try {
@@ -262,13 +266,14 @@ QuantizedTensorLayout decode_tensor_metadata(std::string_view name, std::string_
   const std::string original = f.string("original_dtype");
   const auto original_type = scalar_type_from_safetensors_name(original);
   if (!original_type || !is_floating_point(*original_type)) {
-    f.fail("original_dtype", "is " + detail::quoted(original) + " (expected F32, F16, BF16 or F64)");
+    f.fail("original_dtype",
+           "is " + detail::quoted(original) + " (expected F32, F16, BF16 or F64)");
   }
   const auto rank = static_cast<std::int64_t>(dims.size());
   s.axis = static_cast<int>(f.integer("axis", 0, is_per_channel(s.qscheme) ? rank - 1 : 0));
   if (s.group_size > 0 && !is_per_channel(s.qscheme)) {
-    f.fail("group_size", "is " + std::to_string(s.group_size) + " with " +
-                             to_string(s.qscheme) + " (expected 0)");
+    f.fail("group_size", "is " + std::to_string(s.group_size) + " with " + to_string(s.qscheme) +
+                             " (expected 0)");
   }
   QuantizedTensorLayout layout = make_layout(std::string(name), dims, *original_type, s);
   if (f.string("scale") != layout.scale_name()) {
@@ -277,8 +282,8 @@ QuantizedTensorLayout decode_tensor_metadata(std::string_view name, std::string_
   }
   const auto zp = layout.zero_point_name();
   if (zp && f.string("zero_point") != *zp) {
-    f.fail("zero_point", "is " + Fields::shown(f.get("zero_point")) + " (expected " +
-                             detail::quoted(*zp) + ")");
+    f.fail("zero_point",
+           "is " + Fields::shown(f.get("zero_point")) + " (expected " + detail::quoted(*zp) + ")");
   }
   if (!zp && value.contains("zero_point")) {
     f.fail("zero_point", "is given for the symmetric scheme " + to_string(s.qscheme) +
@@ -307,10 +312,11 @@ CheckpointContents read_checkpoint_contents(const SafetensorsFile& file) {
   }
   if (!contents.format_version) {
     if (!layouts.empty()) {
-      fail_tensor(path, layouts.front().name,
-                  "has " + detail::quoted(std::string(checkpoint_tensor_key_prefix) +
-                                          layouts.front().name) +
-                      " metadata but the file has no \"lucidq.format\" (expected both)");
+      fail_tensor(
+          path, layouts.front().name,
+          "has " +
+              detail::quoted(std::string(checkpoint_tensor_key_prefix) + layouts.front().name) +
+              " metadata but the file has no \"lucidq.format\" (expected both)");
     }
   } else if (*contents.format_version != checkpoint_format_version) {
     throw Error(path + ": lucidq checkpoint format " + detail::quoted(*contents.format_version) +
@@ -321,8 +327,8 @@ CheckpointContents read_checkpoint_contents(const SafetensorsFile& file) {
   std::set<std::string, std::less<>> companions;
   for (const QuantizedTensorLayout& layout : layouts) {
     expect_stored(file, layout.name, layout.code_type(), layout.code_shape(), layout.name, "codes");
-    expect_stored(file, layout.scale_name(), ScalarType::float32, layout.param_shape(),
-                  layout.name, "scale");
+    expect_stored(file, layout.scale_name(), ScalarType::float32, layout.param_shape(), layout.name,
+                  "scale");
     companions.insert(layout.scale_name());
     if (const auto zp = layout.zero_point_name()) {
       expect_stored(file, *zp, layout.zero_point_type(), layout.param_shape(), layout.name,
@@ -361,9 +367,9 @@ QuantizedTensor load_quantized_tensor(const SafetensorsFile& file,
   qparams.group_size = s.group_size;
   qparams.scale = copy_elements<float>(file, scale);
   if (const auto zp = layout.zero_point_name()) {
-    qparams.zero_point = read_zero_points(
-        file, expect_stored(file, *zp, layout.zero_point_type(), layout.param_shape(),
-                            layout.name, "zero_point"));
+    qparams.zero_point =
+        read_zero_points(file, expect_stored(file, *zp, layout.zero_point_type(),
+                                             layout.param_shape(), layout.name, "zero_point"));
   } else {
     qparams.zero_point.assign(qparams.scale.size(),
                               static_cast<std::int32_t>(s.qdtype.symmetric_zero_point()));

@@ -5,9 +5,11 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <span>
 #include <vector>
 
 #include "core/param_layout.hpp"
+#include "io/error_sums.hpp"
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/runtime.hpp"
 
@@ -22,40 +24,37 @@ struct Sums {
   std::int64_t count = 0;
   std::int64_t nonfinite = 0;
   std::int64_t saturated = 0;
-  double sum_sq_error = 0;
-  double sum_sq_signal = 0;
-  double sum_sq_reconstruction = 0;
-  double dot = 0;
-  double max_abs_error = 0;
+  ErrorSums errors;
 
   void add(const Sums& o) {
     count += o.count;
     nonfinite += o.nonfinite;
     saturated += o.saturated;
-    sum_sq_error += o.sum_sq_error;
-    sum_sq_signal += o.sum_sq_signal;
-    sum_sq_reconstruction += o.sum_sq_reconstruction;
-    dot += o.dot;
-    max_abs_error = std::max(max_abs_error, o.max_abs_error);
+    errors.sq_error += o.errors.sq_error;
+    errors.sq_signal += o.errors.sq_signal;
+    errors.sq_reconstruction += o.errors.sq_reconstruction;
+    errors.dot += o.errors.dot;
+    errors.max_abs_error = std::max(errors.max_abs_error, o.errors.max_abs_error);
   }
 
   // The same formulas as error_metrics (src/core/metrics.cpp).
   ErrorMetrics finish() const {
+    const ErrorSums& e = errors;
     ErrorMetrics m;
     m.count = count;
     m.nonfinite_count = nonfinite;
     if (count == 0) return m;
-    m.mse = sum_sq_error / static_cast<double>(count);
+    m.mse = e.sq_error / static_cast<double>(count);
     m.rmse = std::sqrt(m.mse);
-    m.max_abs_error = max_abs_error;
-    m.sqnr_db = sum_sq_error == 0 ? std::numeric_limits<double>::infinity()
-                                  : 10.0 * std::log10(sum_sq_signal / sum_sq_error);
-    if (sum_sq_signal == 0 && sum_sq_reconstruction == 0) {
+    m.max_abs_error = e.max_abs_error;
+    m.sqnr_db = e.sq_error == 0 ? std::numeric_limits<double>::infinity()
+                                : 10.0 * std::log10(e.sq_signal / e.sq_error);
+    if (e.sq_signal == 0 && e.sq_reconstruction == 0) {
       m.cosine_similarity = 1.0;
-    } else if (sum_sq_signal == 0 || sum_sq_reconstruction == 0) {
+    } else if (e.sq_signal == 0 || e.sq_reconstruction == 0) {
       m.cosine_similarity = 0.0;
     } else {
-      m.cosine_similarity = dot / std::sqrt(sum_sq_signal * sum_sq_reconstruction);
+      m.cosine_similarity = e.dot / std::sqrt(e.sq_signal * e.sq_reconstruction);
     }
     m.fraction_saturated = static_cast<double>(saturated) / static_cast<double>(count);
     return m;
@@ -69,14 +68,19 @@ void decode_floats(const TensorView& x, std::int64_t begin, std::int64_t n, floa
     std::memcpy(out, bytes + 4 * begin, static_cast<std::size_t>(4 * n));
     return;
   }
-  std::uint16_t bits[kChunk];
-  std::memcpy(bits, bytes + 2 * begin, static_cast<std::size_t>(2 * n));
+  const unsigned char* from = bytes + 2 * begin;
   if (x.type == ScalarType::bfloat16) {
-    for (std::int64_t k = 0; k < n; ++k)
-      out[k] = bfloat16_to_float(bits[k]);
+    for (std::int64_t k = 0; k < n; ++k) {
+      std::uint16_t bits;
+      std::memcpy(&bits, from + 2 * k, 2);  // the data may be unaligned
+      out[k] = bfloat16_to_float(bits);
+    }
   } else {
-    for (std::int64_t k = 0; k < n; ++k)
-      out[k] = float16_to_float(bits[k]);
+    for (std::int64_t k = 0; k < n; ++k) {
+      std::uint16_t bits;
+      std::memcpy(&bits, from + 2 * k, 2);
+      out[k] = float16_to_float(bits);
+    }
   }
 }
 
@@ -102,10 +106,9 @@ void unpack_fields(const std::uint8_t* bytes, std::int64_t n, bool is_signed, st
 }
 
 // Codes [begin, begin + n) of `q` as int32; begin is a multiple of 4 (byte aligned).
-void decode_codes(const QuantizedTensor& q, std::int64_t begin, std::int64_t n,
-                  std::int32_t* out) {
-  const std::uint8_t* s = q.storage().data();
-  const QDtype& d = q.qdtype();
+void decode_codes(std::span<const std::uint8_t> storage, const QDtype& d, std::int64_t begin,
+                  std::int64_t n, std::int32_t* out) {
+  const std::uint8_t* s = storage.data();
   switch (d.storage()) {
     case Storage::int8:
       for (std::int64_t k = 0; k < n; ++k)
@@ -135,78 +138,123 @@ void decode_codes(const QuantizedTensor& q, std::int64_t begin, std::int64_t n,
   }
 }
 
-// Adds elements [0, n) that all use one (scale, zero point) to `sums`. A SIMD reduction:
-// the compiler may add the elements in vector lanes, an order that depends only on the
-// data (never on the thread count).
-void add_run(const float* x, const std::int32_t* code, std::int64_t n, float scale,
-             std::int32_t zero_point, const QDtype& d, Sums& sums) {
-  const double s = scale;
-  double sq_error = 0, sq_signal = 0, sq_reconstruction = 0, dot = 0, max_error = 0;
-  std::int64_t finite = 0, on_edge = 0;
-  const auto qmin = static_cast<std::int32_t>(d.quant_min());
-  const auto qmax = static_cast<std::int32_t>(d.quant_max());
-#ifdef _OPENMP
-#pragma omp simd reduction(+ : sq_error, sq_signal, sq_reconstruction, dot, finite, on_edge) \
-    reduction(max : max_error)
-#endif
-  for (std::int64_t k = 0; k < n; ++k) {
-    std::uint32_t bits;
-    std::memcpy(&bits, &x[k], 4);
-    const bool is_finite = (bits & 0x7f800000u) != 0x7f800000u;
-    const auto x_hat = static_cast<float>(s * static_cast<double>(code[k] - zero_point));
-    const double xd = is_finite ? static_cast<double>(x[k]) : 0.0;
-    const double hd = is_finite ? static_cast<double>(x_hat) : 0.0;
-    const double error = hd - xd;
-    sq_error += error * error;
-    sq_signal += xd * xd;
-    sq_reconstruction += hd * hd;
-    dot += xd * hd;
-    max_error = std::max(max_error, std::abs(error));
-    finite += is_finite ? 1 : 0;
-    on_edge += (code[k] == qmin) | (code[k] == qmax);
-  }
-  sums.count += finite;
-  sums.nonfinite += n - finite;
-  sums.sum_sq_error += sq_error;
-  sums.sum_sq_signal += sq_signal;
-  sums.sum_sq_reconstruction += sq_reconstruction;
-  sums.dot += dot;
-  sums.max_abs_error = std::max(sums.max_abs_error, max_error);
-  if (on_edge == 0) return;  // only a code on the grid's edge can have been clamped
-  const float inverse = 1.0f / scale;
-  for (std::int64_t k = 0; k < n; ++k) {
-    if ((code[k] == qmin || code[k] == qmax) && std::isfinite(x[k])) {
-      const double unclamped = static_cast<double>(std::nearbyint(x[k] * inverse)) + zero_point;
-      if (unclamped < qmin || unclamped > qmax) ++sums.saturated;
+// x_hat[k] = float(double(scale) * (code[k] - zero_point)), the reconstruction dequantize()
+// gives. For grids of up to 16 bits code - zero_point is exact in float, and the float
+// product rounds the exact product once, as the double form does; so it is computed in float.
+void reconstruct_run(const std::int32_t* code, std::int64_t n, float scale, std::int32_t zero_point,
+                     bool wide, float* x_hat) {
+  if (wide) {
+    for (std::int64_t k = 0; k < n; ++k) {
+      x_hat[k] = static_cast<float>(static_cast<double>(scale) *
+                                    (static_cast<double>(code[k]) - zero_point));
     }
+    return;
   }
+  for (std::int64_t k = 0; k < n; ++k)
+    x_hat[k] = scale * static_cast<float>(code[k] - zero_point);
 }
 
-Sums block_sums(const TensorView& x, const QuantizedTensor& q, const ParamLayout& layout,
-                std::int64_t begin, std::int64_t end) {
-  const QParams& qp = q.qparams();
+// Replaces the non-finite x[k] (and their x_hat[k]) by 0, so that they add nothing to any sum;
+// returns how many there were.
+std::int64_t zero_nonfinite(float* x, float* x_hat, std::int64_t n) {
+  std::uint32_t bits[kChunk];
+  std::memcpy(bits, x, static_cast<std::size_t>(n) * 4);
+  std::int64_t count = 0;
+  for (std::int64_t k = 0; k < n; ++k)
+    count += (bits[k] & 0x7f800000u) == 0x7f800000u ? 1 : 0;
+  if (count == 0) return 0;
+  for (std::int64_t k = 0; k < n; ++k) {
+    if ((bits[k] & 0x7f800000u) == 0x7f800000u) x[k] = x_hat[k] = 0.0f;
+  }
+  return count;
+}
+
+// The elements of a run (one scale and zero point) whose unclamped code
+// nearbyint(x * (1.0f / s)) + z lies outside [qmin, qmax]. With v = x * (1.0f / s) and
+// m = qmax - z, nearbyint(v) > m exactly when v > m + 1/2, or v == m + 1/2 and the tie goes up
+// (m + 1 even); likewise below. Written without nearbyint so that it vectorizes; `x` holds 0
+// for non-finite elements, which therefore never count. For grids of up to 16 bits (m + 1/2
+// exact in float); wider grids take saturated_wide().
+std::int64_t saturated_run(const float* x, std::int64_t n, float scale, std::int32_t zero_point,
+                           std::int32_t qmin, std::int32_t qmax) {
+  const float inverse = 1.0f / scale;
+  const std::int32_t above = qmax - zero_point, below = qmin - zero_point;
+  const float high = static_cast<float>(above) + 0.5f;
+  const float low = static_cast<float>(below) - 0.5f;
+  const bool high_tie_up = (above + 1) % 2 == 0;   // m + 1/2 rounds to m + 1
+  const bool low_tie_down = (below - 1) % 2 == 0;  // m - 1/2 rounds to m - 1
+  std::int32_t count = 0;                          // n <= kChunk: a 32-bit count vectorizes better
+  for (std::int64_t k = 0; k < n; ++k) {
+    const float v = x[k] * inverse;
+    count += (v > high) | ((v == high) & high_tie_up) | (v < low) | ((v == low) & low_tie_down);
+  }
+  return count;
+}
+
+// saturated_run for any grid, element by element as error_metrics does it.
+std::int64_t saturated_wide(const float* x, std::int64_t n, float scale, std::int32_t zero_point,
+                            std::int32_t qmin, std::int32_t qmax) {
+  std::int64_t count = 0;
+  for (std::int64_t k = 0; k < n; ++k) {
+    const double unclamped =
+        static_cast<double>(std::nearbyint(x[k] * (1.0f / scale))) + zero_point;
+    count += unclamped < qmin || unclamped > qmax ? 1 : 0;
+  }
+  return count;
+}
+
+Sums block_sums(const TensorView& x, const QParams& qp, std::span<const std::uint8_t> storage,
+                const ParamLayout& layout, std::int64_t begin, std::int64_t end,
+                AccumulateErrorsFn accumulate) {
+  const bool wide = qp.qdtype.bits() > 16;
+  const auto qmin = static_cast<std::int32_t>(qp.qdtype.quant_min());
+  const auto qmax = static_cast<std::int32_t>(qp.qdtype.quant_max());
   Sums sums;
   float xs[kChunk];
+  float x_hat[kChunk];
   std::int32_t codes[kChunk];
   for (std::int64_t chunk = begin; chunk < end; chunk += kChunk) {
-    const std::int64_t stop = std::min(end, chunk + kChunk);
-    decode_floats(x, chunk, stop - chunk, xs);
-    decode_codes(q, chunk, stop - chunk, codes);
-    layout.for_each_run(chunk, stop, [&](std::int64_t b, std::int64_t e, std::int64_t slot,
-                                         bool per_element) {
-      const std::int64_t at = b - chunk;
-      if (!per_element) {
-        const auto p = static_cast<std::size_t>(slot);
-        add_run(xs + at, codes + at, e - b, qp.scale[p], qp.zero_point[p], qp.qdtype, sums);
-        return;
-      }
-      for (std::int64_t k = 0; k < e - b; ++k) {
-        const auto p = static_cast<std::size_t>(slot + k);
-        add_run(xs + at + k, codes + at + k, 1, qp.scale[p], qp.zero_point[p], qp.qdtype, sums);
-      }
+    const std::int64_t n = std::min(end, chunk + kChunk) - chunk;
+    decode_floats(x, chunk, n, xs);
+    decode_codes(storage, qp.qdtype, chunk, n, codes);
+    // A run uses one slot, or (per_element) slot + k for its element k.
+    auto each_slot = [&](auto&& f) {
+      layout.for_each_run(chunk, chunk + n,
+                          [&](std::int64_t b, std::int64_t e, std::int64_t slot, bool per_element) {
+                            const std::int64_t length = per_element ? 1 : e - b;
+                            for (std::int64_t k = 0; k < (per_element ? e - b : 1); ++k) {
+                              f(b - chunk + k, length, static_cast<std::size_t>(slot + k));
+                            }
+                          });
+    };
+    each_slot([&](std::int64_t at, std::int64_t length, std::size_t p) {
+      reconstruct_run(codes + at, length, qp.scale[p], qp.zero_point[p], wide, x_hat + at);
+    });
+    const std::int64_t nonfinite = zero_nonfinite(xs, x_hat, n);
+    sums.nonfinite += nonfinite;
+    sums.count += n - nonfinite;
+    accumulate(xs, x_hat, n, sums.errors);
+    const auto saturated = wide ? &saturated_wide : &saturated_run;
+    each_slot([&](std::int64_t at, std::int64_t length, std::size_t p) {
+      sums.saturated += saturated(xs + at, length, qp.scale[p], qp.zero_point[p], qmin, qmax);
     });
   }
   return sums;
+}
+
+// The accumulate loop of the active ISA tier (LUCIDQ_ISA / set_isa pin it too).
+AccumulateErrorsFn accumulate_for_active_isa() {
+#ifdef LUCIDQ_X86_KERNELS
+  switch (active_isa()) {
+    case Isa::avx512:
+      return &accumulate_errors__avx512;
+    case Isa::avx2:
+      return &accumulate_errors__avx2;
+    case Isa::reference:
+      break;
+  }
+#endif
+  return &accumulate_errors__reference;
 }
 
 int threads_for_blocks(std::int64_t blocks) {
@@ -239,34 +287,50 @@ std::int64_t count_all_ones(const TensorView& x, Bits exponent) {
 
 }  // namespace
 
+ErrorMetrics streaming_error_metrics(const TensorView& original, const QParams& qparams,
+                                     std::span<const std::uint8_t> storage) {
+  if (original.type != ScalarType::float32 && original.type != ScalarType::float16 &&
+      original.type != ScalarType::bfloat16) {
+    throw Error("error_metrics: original is " + to_string(original.type) +
+                " (expected float32, float16 or bfloat16)");
+  }
+  const std::int64_t n = original.numel();
+  qparams.validate_for(original.shape);
+  if (static_cast<std::int64_t>(storage.size()) != qparams.qdtype.storage_bytes(n)) {
+    throw Error("error_metrics: " + std::to_string(storage.size()) + " bytes of codes for " +
+                std::to_string(n) + " elements of " + qparams.qdtype.name() + " (expected " +
+                std::to_string(qparams.qdtype.storage_bytes(n)) + ")");
+  }
+  const ParamLayout layout =
+      ParamLayout::make(original.shape, qparams.qscheme, qparams.ch_axis, qparams.group_size);
+  const std::int64_t blocks = (n + kBlock - 1) / kBlock;
+  const AccumulateErrorsFn accumulate = accumulate_for_active_isa();
+  std::vector<Sums> partial(static_cast<std::size_t>(blocks));
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads_for_blocks(blocks))
+#endif
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    partial[static_cast<std::size_t>(b)] = block_sums(
+        original, qparams, storage, layout, b * kBlock, std::min(n, (b + 1) * kBlock), accumulate);
+  }
+  Sums total;
+  for (const Sums& sums : partial)
+    total.add(sums);
+  return total.finish();
+}
+
 ErrorMetrics streaming_error_metrics(const TensorView& original, const QuantizedTensor& quantized) {
   if (original.shape != quantized.shape()) {
     throw Error("error_metrics: original shape " + to_string(original.shape) +
                 " differs from the quantized tensor's " + to_string(quantized.shape()) +
                 " (expected equal shapes)");
   }
-  if (original.type != ScalarType::float32 && original.type != ScalarType::float16 &&
-      original.type != ScalarType::bfloat16) {
-    throw Error("error_metrics: original is " + to_string(original.type) +
-                " (expected float32, float16 or bfloat16)");
-  }
-  const QParams& qp = quantized.qparams();
-  const ParamLayout layout = ParamLayout::make(original.shape, qp.qscheme, qp.ch_axis,
-                                               qp.group_size);
-  const std::int64_t n = original.numel();
-  const std::int64_t blocks = (n + kBlock - 1) / kBlock;
-  std::vector<Sums> partial(static_cast<std::size_t>(blocks));
-#ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads_for_blocks(blocks))
-#endif
-  for (std::int64_t b = 0; b < blocks; ++b) {
-    partial[static_cast<std::size_t>(b)] =
-        block_sums(original, quantized, layout, b * kBlock, std::min(n, (b + 1) * kBlock));
-  }
-  Sums total;
-  for (const Sums& sums : partial)
-    total.add(sums);
-  return total.finish();
+  return streaming_error_metrics(original, quantized.qparams(), quantized.storage());
+}
+
+void accumulate_errors__reference(const float* x, const float* x_hat, std::int64_t n,
+                                  ErrorSums& sums) {
+  accumulate_errors_loop(x, x_hat, n, sums);
 }
 
 std::int64_t count_nonfinite(const TensorView& x) {

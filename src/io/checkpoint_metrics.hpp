@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "lucid/quantization/metrics.hpp"
 #include "lucid/quantization/quantized_tensor.hpp"
@@ -16,9 +17,14 @@ namespace lucid::quantization::detail {
 /// in parallel, and the blocks' sums are added in order, so the result does not depend on
 /// the thread count. count, nonfinite_count, max_abs_error and fraction_saturated equal
 /// error_metrics' exactly; the sums (hence mse, sqnr_db, cosine_similarity) may differ in
-/// the last bits because they are added in another order. `original` must be float32,
+/// the last bits because they are added in another order (vector lanes whose width follows
+/// the active ISA tier). `original` must be float32,
 /// float16 or bfloat16 (unaligned data allowed) with the quantized tensor's shape.
 ErrorMetrics streaming_error_metrics(const TensorView& original, const QuantizedTensor& quantized);
+/// The same for codes in `storage` (as quantize_into writes them) quantized with `qparams`.
+/// Throws Error when qparams do not fit the original's shape or storage has another size.
+ErrorMetrics streaming_error_metrics(const TensorView& original, const QParams& qparams,
+                                     std::span<const std::uint8_t> storage);
 
 /// The number of NaN and +-Inf elements of `x` (0 when x is not floating point). Unaligned
 /// data allowed; parallel.

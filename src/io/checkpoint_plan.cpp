@@ -33,7 +33,8 @@ std::vector<TensorPlan> plan_quantization(const SafetensorsFile& file, const Qua
   const std::string path = file.path().string();
   for (const auto& [key, value] : file.metadata()) {
     if (key.starts_with("lucidq.")) {
-      throw Error(path + ": already a lucidq checkpoint (__metadata__ holds " + detail::quoted(key) +
+      throw Error(path + ": already a lucidq checkpoint (__metadata__ holds " +
+                  detail::quoted(key) +
                   "; expected a plain safetensors file: dequantize it first)");
     }
   }
@@ -61,7 +62,8 @@ std::vector<TensorPlan> plan_quantization(const SafetensorsFile& file, const Qua
   // Every stored name of the output must be unique. Companion names end in ".scale" or
   // ".zero_point" after a unique tensor name, so they can only clash with input names.
   std::set<std::string, std::less<>> names;
-  for (const TensorPlan& p : plan) names.insert(p.entry.name);
+  for (const TensorPlan& p : plan)
+    names.insert(p.entry.name);
   for (const TensorPlan& p : plan) {
     if (!p.settings) continue;
     const QuantizedTensorLayout layout =

@@ -1,6 +1,10 @@
 // quantize_checkpoint: a safetensors file quantized tensor by tensor into a lucidq checkpoint.
 #include <chrono>
 #include <cstring>
+#include <future>
+#include <span>
+#include <utility>
+#include <vector>
 
 #include "io/checkpoint_format.hpp"
 #include "io/checkpoint_metrics.hpp"
@@ -27,16 +31,11 @@ auto for_tensor(const std::string& file, std::string_view tensor, Step&& step) {
 void check_strict(const std::string& file, const SafetensorsEntry& entry, std::int64_t nonfinite,
                   bool strict) {
   if (strict && nonfinite > 0) {
-    throw Error(file + ": tensor " + detail::quoted(entry.name) + ": " +
-                std::to_string(nonfinite) +
-                " non-finite values (NaN or Inf) with strict checking on (expected finite "
-                "values; without --strict they are counted and quantized: NaN to the zero "
-                "point, +-Inf saturated)");
+    throw Error(file + ": tensor " + detail::quoted(entry.name) + ": " + std::to_string(nonfinite) +
+                " non-finite values (NaN or Inf) (expected finite values: strict checking is "
+                "on; without it they are counted, NaN quantized to the zero point and +-Inf "
+                "saturated)");
   }
-}
-
-std::span<const std::byte> as_bytes(std::span<const std::uint8_t> bytes) {
-  return std::as_bytes(bytes);
 }
 
 // The zero points narrowed to the layout's zero-point dtype, as little-endian bytes.
@@ -46,20 +45,58 @@ std::vector<std::byte> zero_point_bytes(const QuantizedTensorLayout& layout,
   std::vector<std::byte> out(zero_points.size() * width);
   for (std::size_t i = 0; i < zero_points.size(); ++i) {
     const auto value = static_cast<std::uint32_t>(zero_points[i]);  // two's complement
-    std::memcpy(out.data() + i * width, &value, width);              // low bytes (little-endian)
+    std::memcpy(out.data() + i * width, &value, width);             // low bytes (little-endian)
   }
   return out;
 }
 
-QuantizedTensor quantize_with(const TensorView& x, const QuantSettings& s) {
-  if (s.group_size > 0) return quantize_per_group(x, s.qdtype, s.qscheme, s.axis, s.group_size);
-  return quantize(x, s.qscheme, s.qdtype, s.axis);
-}
+// One input tensor's stored tensors, in file order, with the buffers they point into.
+struct Pending {
+  std::vector<std::pair<std::string, std::span<const std::byte>>> pieces;
+  std::vector<std::vector<std::byte>> owned;
+  const SafetensorsEntry* release = nullptr;  // input pages to release once written
+};
+
+// Writes each tensor's output on a second thread while the next tensor is quantized.
+// At most one tensor is in flight: push() first waits for the previous one.
+class WriteBehind {
+ public:
+  WriteBehind(const SafetensorsFile& in, SafetensorsWriter& out) : in_(in), out_(out) {}
+  WriteBehind(const WriteBehind&) = delete;
+  WriteBehind& operator=(const WriteBehind&) = delete;
+  ~WriteBehind() {
+    if (done_.valid()) done_.wait();  // an error is moot by now: the output is abandoned
+  }
+
+  // Waits for the previous tensor (rethrowing its write error), then starts writing `next`.
+  void push(Pending next) {
+    wait();
+    current_ = std::move(next);
+    done_ = std::async(std::launch::async, [this] {
+      for (const auto& [name, bytes] : current_.pieces)
+        out_.write(name, bytes);
+      if (current_.release != nullptr) in_.release_pages(*current_.release);
+    });
+  }
+  // Waits for the tensor in flight; rethrows its write error.
+  void wait() {
+    if (done_.valid()) done_.get();
+  }
+
+ private:
+  const SafetensorsFile& in_;
+  SafetensorsWriter& out_;
+  Pending current_;
+  std::future<void> done_;
+};
 
 class Job {
  public:
   Job(const SafetensorsFile& in, SafetensorsWriter& out, const QuantizeCheckpointOptions& options)
-      : in_(in), out_(out), options_(options), file_(in.path().string()) {}
+      : in_(in), writer_(in, out), options_(options), file_(in.path().string()) {}
+
+  // Waits until every tensor is written; rethrows a write error.
+  void finish() { writer_.wait(); }
 
   TensorReport run(const TensorPlan& plan) {
     const SafetensorsEntry& entry = plan.entry;
@@ -76,7 +113,7 @@ class Job {
       if (is_floating_point(entry.type)) {
         report.metrics.count = view.numel() - report.metrics.nonfinite_count;
       }
-      out_.write(entry.name, in_.bytes(entry));
+      writer_.push({{{entry.name, in_.bytes(entry)}}, {}, &entry});
       report.bytes_after = entry.nbytes();
       return report;
     }
@@ -91,23 +128,47 @@ class Job {
       });
       x = narrowed.view();
     }
-    const QuantizedTensor q =
-        for_tensor(file_, entry.name, [&] { return quantize_with(x, *plan.settings); });
-    report.metrics =
-        for_tensor(file_, entry.name, [&] { return detail::streaming_error_metrics(x, q); });
+    // choose_qparams + quantize_into is what quantize() does.
+    const QuantSettings& s = *plan.settings;
+    const std::span<std::uint8_t> codes = codes_for(s.qdtype.storage_bytes(x.numel()));
+    const QParams qparams = for_tensor(file_, entry.name, [&] {
+      QParams chosen = choose_qparams(x, s.qscheme, s.qdtype, s.axis, s.group_size);
+      quantize_into(x, chosen, codes);
+      return chosen;
+    });
+    report.metrics = for_tensor(file_, entry.name,
+                                [&] { return detail::streaming_error_metrics(x, qparams, codes); });
     check_strict(file_, entry, report.metrics.nonfinite_count, options_.strict);
 
-    out_.write(layout.name, as_bytes(q.storage()));
-    out_.write(layout.scale_name(), std::as_bytes(std::span(q.qparams().scale)));
-    if (const auto zp = layout.zero_point_name()) {
-      out_.write(*zp, zero_point_bytes(layout, q.qparams().zero_point));
+    if (options_.on_tensor) {
+      options_.on_tensor(
+          entry.name, x,
+          QuantizedTensor(x.shape, qparams, std::vector<std::uint8_t>(codes.begin(), codes.end())));
     }
+    in_.release_pages(entry);
+    Pending out;
+    const auto scale = std::as_bytes(std::span(qparams.scale));
+    out.owned.emplace_back(scale.begin(), scale.end());
+    if (layout.zero_point_name()) out.owned.push_back(zero_point_bytes(layout, qparams.zero_point));
+    out.pieces.emplace_back(layout.name, as_bytes(codes));
+    out.pieces.emplace_back(layout.scale_name(), out.owned[0]);
+    if (const auto zp = layout.zero_point_name()) out.pieces.emplace_back(*zp, out.owned[1]);
+    writer_.push(std::move(out));
     report.bytes_after = layout.nbytes();
-    if (options_.on_tensor) options_.on_tensor(entry.name, x, q);
     return report;
   }
 
  private:
+  // `bytes` of codes buffer, kept from one tensor to the next (fresh memory for every tensor
+  // costs page faults). Two buffers take turns: one may still be being written.
+  std::span<std::uint8_t> codes_for(std::int64_t bytes) {
+    std::vector<std::uint8_t>& buffer = codes_[turn_];
+    turn_ = 1 - turn_;
+    const auto size = static_cast<std::size_t>(bytes);
+    if (buffer.size() < size) buffer.resize(size);
+    return {buffer.data(), size};
+  }
+
   std::int64_t count_nonfinite_checked(const SafetensorsEntry& entry, const TensorView& view) {
     const std::int64_t nonfinite = detail::count_nonfinite(view);
     check_strict(file_, entry, nonfinite, options_.strict);
@@ -115,9 +176,11 @@ class Job {
   }
 
   const SafetensorsFile& in_;
-  SafetensorsWriter& out_;
+  WriteBehind writer_;
   const QuantizeCheckpointOptions& options_;
   std::string file_;
+  std::vector<std::uint8_t> codes_[2];
+  int turn_ = 0;
 };
 
 }  // namespace
@@ -158,18 +221,17 @@ CheckpointReport quantize_checkpoint(const std::filesystem::path& input,
   progress.bytes_total = bytes_total;
   for (const TensorPlan& p : plan) {
     report.tensors.push_back(job.run(p));
-    in.release_pages(p.entry);
     ++progress.tensors_done;
     progress.bytes_done += p.entry.nbytes();
     progress.tensor = p.entry.name;
     if (options.progress) options.progress(progress);
   }
+  job.finish();
   out.commit();
   std::error_code error;
   const auto written = std::filesystem::file_size(output, error);
   report.output_file_bytes = error ? 0 : written;
-  report.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
 }
 

@@ -122,8 +122,9 @@ double CheckpointReport::compression_ratio() const {
 }
 
 std::size_t CheckpointReport::quantized_count() const {
-  return static_cast<std::size_t>(std::count_if(
-      tensors.begin(), tensors.end(), [](const TensorReport& t) { return t.settings.has_value(); }));
+  return static_cast<std::size_t>(
+      std::count_if(tensors.begin(), tensors.end(),
+                    [](const TensorReport& t) { return t.settings.has_value(); }));
 }
 
 std::int64_t CheckpointReport::nonfinite_count() const {
@@ -157,20 +158,21 @@ std::string format_report(const CheckpointReport& report) {
     }
     const ErrorMetrics& m = t.metrics;
     table.add({t.name, to_string(t.shape), scheme_text(t),
-               dtype + " -> " + t.settings->qdtype.name(), before, after, printf_text("%.3e", m.mse),
-               sqnr_text(m.sqnr_db), printf_text("%.3e", m.max_abs_error),
+               dtype + " -> " + t.settings->qdtype.name(), before, after,
+               printf_text("%.3e", m.mse), sqnr_text(m.sqnr_db),
+               printf_text("%.3e", m.max_abs_error),
                printf_text("%.2f%%", 100 * m.fraction_saturated), nonfinite});
   }
   table.rule();
   table.add({"total", "",
              std::to_string(report.quantized_count()) + " of " +
                  std::to_string(report.tensors.size()) + " tensors quantized",
-             "", format_bytes(report.bytes_before()), format_bytes(report.bytes_after()), "", "", "",
-             "", std::to_string(report.nonfinite_count())});
+             "", format_bytes(report.bytes_before()), format_bytes(report.bytes_after()), "", "",
+             "", "", std::to_string(report.nonfinite_count())});
   std::string out = table.str();
-  out += printf_text("compression %.2fx", report.compression_ratio()) + "  (files: " +
-         format_bytes(report.input_file_bytes) + " -> " + format_bytes(report.output_file_bytes) +
-         printf_text(", %.2f s)\n", report.seconds);
+  out += printf_text("compression %.2fx", report.compression_ratio()) +
+         "  (files: " + format_bytes(report.input_file_bytes) + " -> " +
+         format_bytes(report.output_file_bytes) + printf_text(", %.2f s)\n", report.seconds);
   return out;
 }
 

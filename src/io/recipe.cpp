@@ -5,8 +5,8 @@
 
 #include <fstream>
 #include <limits>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <utility>
 
@@ -47,11 +47,11 @@ std::string require_string(const json& value, const Place& at, const char* expec
   return value.get<std::string>();
 }
 
-std::int64_t require_integer(const json& value, const Place& at, std::int64_t min,
-                             std::int64_t max, const char* expected) {
-  const bool fits = value.is_number_integer() &&
-                    !(value.is_number_unsigned() &&
-                      value.get<std::uint64_t>() > static_cast<std::uint64_t>(max));
+std::int64_t require_integer(const json& value, const Place& at, std::int64_t min, std::int64_t max,
+                             const char* expected) {
+  const bool fits =
+      value.is_number_integer() &&
+      !(value.is_number_unsigned() && value.get<std::uint64_t>() > static_cast<std::uint64_t>(max));
   if (!value.is_number_integer()) at.fail(type_and_value(value) + " (expected " + expected + ")");
   if (!fits || value.get<std::int64_t>() < min || value.get<std::int64_t>() > max) {
     at.fail(shown(value) + " (expected " + expected + ")");
@@ -80,8 +80,9 @@ std::vector<std::string> parse_patterns(const json& value, const Place& at) {
 RecipeRule parse_rule(const json& value, std::string_view file, std::size_t index) {
   const Place rule_place{file, index, {}};
   if (!value.is_object()) {
-    rule_place.fail(type_and_value(value) +
-                    " (expected an object such as {\"match\": \"*.weight\", \"dtype\": \"qint8\"})");
+    rule_place.fail(
+        type_and_value(value) +
+        " (expected an object such as {\"match\": \"*.weight\", \"dtype\": \"qint8\"})");
   }
   RecipeRule rule;
   rule.origin = std::string(file) + " rules[" + std::to_string(index) + "]";
@@ -199,8 +200,8 @@ QuantSettings resolve_settings(const QuantSettings& settings, const Shape& shape
   }
   const auto rank = static_cast<int>(shape.size());
   if (settings.axis < -rank || settings.axis >= rank) {
-    throw Error("axis = " + std::to_string(settings.axis) + " with " +
-                to_string(settings.qscheme) + " on a tensor of rank " + std::to_string(rank) +
+    throw Error("axis = " + std::to_string(settings.axis) + " with " + to_string(settings.qscheme) +
+                " on a tensor of rank " + std::to_string(rank) +
                 (rank == 0 ? std::string(" (expected a per_tensor scheme for a scalar)")
                            : " (expected an axis in [" + std::to_string(-rank) + ", " +
                                  std::to_string(rank - 1) + "])"));
@@ -253,8 +254,7 @@ QuantRecipe compose_recipe(const std::vector<std::string>& exclude, const QuantR
 
 QuantRecipe parse_recipe(std::string_view json_text, std::string_view display_name) {
   const Place top{display_name, std::nullopt, {}};
-  if (const std::size_t bad = detail::find_invalid_utf8(json_text);
-      bad != std::string_view::npos) {
+  if (const std::size_t bad = detail::find_invalid_utf8(json_text); bad != std::string_view::npos) {
     top.fail("not valid UTF-8 (bad byte at offset " + std::to_string(bad) +
              "; expected UTF-8 JSON)");
   }

@@ -566,8 +566,8 @@ void SafetensorsFile::release_pages(const SafetensorsEntry& entry) const noexcep
   const auto first = reinterpret_cast<std::uintptr_t>(map_ + header_.data_offset + entry.begin);
   const auto last = reinterpret_cast<std::uintptr_t>(map_ + header_.data_offset + entry.end);
   const std::uintptr_t begin = first / page * page;  // the mapping itself is page aligned
-  const std::uintptr_t end = std::min((last + page - 1) / page * page,
-                                      reinterpret_cast<std::uintptr_t>(map_) + map_size_);
+  const std::uintptr_t end =
+      std::min((last + page - 1) / page * page, reinterpret_cast<std::uintptr_t>(map_) + map_size_);
   ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 

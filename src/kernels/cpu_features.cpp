@@ -30,7 +30,7 @@ CpuFeatures detect() {
   if (__get_cpuid_max(0, nullptr) < 7) return f;
   __cpuid_count(1, 0, eax, ebx, ecx, edx);
   const unsigned long long xcr0 = os_saved_state(ecx);
-  const bool ymm_state = (xcr0 & 0x6) == 0x6;             // SSE + AVX
+  const bool ymm_state = (xcr0 & 0x6) == 0x6;                 // SSE + AVX
   const bool zmm_state = ymm_state && (xcr0 & 0xe0) == 0xe0;  // opmask + ZMM_Hi256 + Hi16_ZMM
   const bool avx = bit(ecx, 28) && ymm_state;
   f.fma = avx && bit(ecx, 12);
@@ -61,10 +61,17 @@ CpuFeatures detect() {
 
 std::string CpuFeatures::describe() const {
   const std::pair<bool, const char*> named[] = {
-      {avx2, "avx2"},         {fma, "fma"},           {f16c, "f16c"},
-      {avx512f, "avx512f"},   {avx512bw, "avx512bw"}, {avx512vl, "avx512vl"},
-      {avx512vnni, "avx512vnni"}, {avx512bf16, "avx512bf16"}, {avx512vbmi, "avx512vbmi"},
-      {gfni, "gfni"},         {avx_vnni, "avx_vnni"},
+      {avx2, "avx2"},
+      {fma, "fma"},
+      {f16c, "f16c"},
+      {avx512f, "avx512f"},
+      {avx512bw, "avx512bw"},
+      {avx512vl, "avx512vl"},
+      {avx512vnni, "avx512vnni"},
+      {avx512bf16, "avx512bf16"},
+      {avx512vbmi, "avx512vbmi"},
+      {gfni, "gfni"},
+      {avx_vnni, "avx_vnni"},
   };
   std::string text;
   for (const auto& [present, name] : named) {

@@ -18,8 +18,7 @@ int default_threads() {
     char* end = nullptr;
     const long value = std::strtol(text, &end, 10);
     if (*end != '\0' || value < 1 || value > 1 << 16) {
-      throw Error("LUCIDQ_NUM_THREADS = \"" + std::string(text) +
-                  "\" (expected an integer >= 1)");
+      throw Error("LUCIDQ_NUM_THREADS = \"" + std::string(text) + "\" (expected an integer >= 1)");
     }
     return static_cast<int>(value);
   }

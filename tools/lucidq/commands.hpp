@@ -22,4 +22,9 @@ void add_inspect_command(CLI::App& app);
 /// Adds `lucidq plot` (plot.cpp): one tensor quantized and drawn as heatmaps.
 void add_plot_command(CLI::App& app);
 
+/// Adds `lucidq info` (info.cpp): CPU features, kernel tiers, the tier in use, threads.
+void add_info_command(CLI::App& app);
+/// Adds `lucidq bench` (bench.cpp): a short speed table against memcpy.
+void add_bench_command(CLI::App& app);
+
 }  // namespace lucidq::cli

@@ -126,8 +126,9 @@ void prepare_directory(const std::filesystem::path& dir) {
   std::error_code error;
   if (std::filesystem::exists(dir, error)) {
     if (!std::filesystem::is_directory(dir, error)) {
-      throw Q::Error(dir.string() + ": exists and is not a directory (expected a directory for "
-                                    "the demo's files; choose another with --out DIR)");
+      throw Q::Error(dir.string() +
+                     ": exists and is not a directory (expected a directory for "
+                     "the demo's files; choose another with --out DIR)");
     }
     if (!std::filesystem::exists(dir / marker_name, error) &&
         !std::filesystem::is_empty(dir, error)) {
@@ -161,7 +162,8 @@ void print_command(std::FILE* out, const std::string& command) {
 }  // namespace
 
 void run_checkpoint_demo(std::FILE* out, int number, const std::filesystem::path& dir) {
-  fmt::print(out, "{}\n", heading(fmt::format("{}. The main job: quantize a checkpoint", number), '-'));
+  fmt::print(out, "{}\n",
+             heading(fmt::format("{}. The main job: quantize a checkpoint", number), '-'));
   prepare_directory(dir);
   const auto model = dir / "model.safetensors";
   const std::size_t count = write_model(model);
@@ -203,8 +205,7 @@ void run_checkpoint_demo(std::FILE* out, int number, const std::filesystem::path
                  "per channel keeps {} of SQNR at {:.2f}x smaller; int4 in groups of 32 gives "
                  "{:.2f}x for {}. The outlier features and single outliers widen their rows' "
                  "and groups' ranges; the plots show where the error lands.",
-                 sqnr_range(r8), r8.compression_ratio(), r4.compression_ratio(),
-                 sqnr_range(r4))));
+                 sqnr_range(r8), r8.compression_ratio(), r4.compression_ratio(), sqnr_range(r4))));
   fmt::print(out, "Files in {}:\n", dir.string());
   Table files({{"file", Align::left}, {"size", Align::right}, {"what", Align::left}});
   files.add_row({model.filename().string(), Q::format_bytes(std::filesystem::file_size(model)),

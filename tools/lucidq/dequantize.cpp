@@ -30,8 +30,7 @@ std::optional<Q::ScalarType> dtype_from(const std::string& text) {
   if (text == "float32" || text == "f32") return Q::ScalarType::float32;
   if (text == "bfloat16" || text == "bf16") return Q::ScalarType::bfloat16;
   if (text == "float16" || text == "f16") return Q::ScalarType::float16;
-  throw Q::Error("--dtype = \"" + text +
-                 "\" (expected float32, bfloat16, float16 or original)");
+  throw Q::Error("--dtype = \"" + text + "\" (expected float32, bfloat16, float16 or original)");
 }
 
 void run_dequantize(const DequantizeArgs& a) {
@@ -45,8 +44,8 @@ void run_dequantize(const DequantizeArgs& a) {
   bar.finish();
   if (a.quiet) return;
   fmt::print("dequantized {} tensor{} to {}, copied {} as they were\n", summary.dequantized,
-             summary.dequantized == 1 ? "" : "s", a.dtype == "original" ? "their original dtypes" : a.dtype,
-             summary.copied);
+             summary.dequantized == 1 ? "" : "s",
+             a.dtype == "original" ? "their original dtypes" : a.dtype, summary.copied);
   fmt::print("wrote {} ({} -> {})\n", a.output, Q::format_bytes(summary.input_bytes),
              Q::format_bytes(summary.output_bytes));
 }

@@ -48,7 +48,8 @@ void print_json(const Q::SafetensorsFile& file, const Q::CheckpointContents& con
   ordered_json root;
   root["file"] = file.path().string();
   root["file_bytes"] = file_bytes;
-  root["format"] = contents.format_version ? ordered_json(*contents.format_version) : ordered_json();
+  root["format"] =
+      contents.format_version ? ordered_json(*contents.format_version) : ordered_json();
   root["metadata"] = contents.user_metadata;
   ordered_json tensors = ordered_json::array();
   for (const Q::CheckpointTensor& t : contents.tensors) {
@@ -122,8 +123,8 @@ constexpr const char* footer =
 
 void add_inspect_command(CLI::App& app) {
   auto args = std::make_shared<InspectArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "inspect", "List the tensors of a safetensors file or lucidq checkpoint");
+  CLI::App* cmd =
+      app.add_subcommand("inspect", "List the tensors of a safetensors file or lucidq checkpoint");
   cmd->footer(footer);
   cmd->add_option("file", args->file, "The file to inspect")->required()->type_name("FILE");
   cmd->add_flag("--json", args->json, "Print JSON instead of a table");

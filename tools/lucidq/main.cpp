@@ -79,6 +79,8 @@ int main(int argc, char** argv) {
   lucidq::cli::add_dequantize_command(app);
   lucidq::cli::add_inspect_command(app);
   lucidq::cli::add_plot_command(app);
+  lucidq::cli::add_info_command(app);
+  lucidq::cli::add_bench_command(app);
 
   try {
     app.parse(argc, argv);

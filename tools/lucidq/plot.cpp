@@ -11,6 +11,7 @@
 #include "lucid/quantization/plot.hpp"
 #include "lucid/quantization/quantize.hpp"
 #include "output_files.hpp"
+#include "plots.hpp"
 #include "settings_flags.hpp"
 
 namespace lucidq::cli {
@@ -66,9 +67,9 @@ void run_plot(const PlotArgs& a) {
   const Q::QuantizedTensor q =
       s.group_size > 0 ? Q::quantize_per_group(x, s.qdtype, s.qscheme, s.axis, s.group_size)
                        : Q::quantize(x, s.qscheme, s.qdtype, s.axis);
+  free_font_caches_at_exit();
   Q::plot_quantization_errors(x, q, a.output, options);
-  fmt::print("wrote {} ({} {} as {})\n", a.output, a.tensor, Q::to_string(x.shape),
-             Q::describe(s));
+  fmt::print("wrote {} ({} {} as {})\n", a.output, a.tensor, Q::to_string(x.shape), Q::describe(s));
   if (!a.report.empty()) {
     Q::plot_tensor_report(x, q, a.report, options);
     fmt::print("wrote {} (distribution and per-channel error)\n", a.report);

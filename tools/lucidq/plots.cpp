@@ -1,7 +1,12 @@
 // Plot files of quantized tensors: naming, existence checks and the quantize --plots callback.
 #include "plots.hpp"
 
+#include <cairo.h>
+#include <fontconfig/fontconfig.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <mutex>
 
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/plot.hpp"
@@ -18,13 +23,25 @@ std::pair<std::filesystem::path, std::filesystem::path> plot_paths(const std::fi
   return {dir / (file + ".errors.png"), dir / (file + ".report.png")};
 }
 
+void free_font_caches_at_exit() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::atexit([] {
+      cairo_debug_reset_static_data();
+      FcFini();
+    });
+  });
+}
+
 TensorCallback plot_writer(const std::filesystem::path& dir, bool force,
-                           const std::vector<std::string>& planned, std::vector<std::string>& written) {
+                           const std::vector<std::string>& planned,
+                           std::vector<std::string>& written) {
   for (const std::string& name : planned) {
     const auto [errors, report] = plot_paths(dir, name);
     check_new_output(errors, force);
     check_new_output(report, force);
   }
+  free_font_caches_at_exit();
   std::error_code error;
   std::filesystem::create_directories(dir, error);
   if (error) {

@@ -18,6 +18,11 @@ namespace lucidq::cli {
 std::pair<std::filesystem::path, std::filesystem::path> plot_paths(const std::filesystem::path& dir,
                                                                    std::string_view name);
 
+/// Frees Cairo's and fontconfig's process-wide font caches when the process exits (they
+/// otherwise live until exit by design), so that LeakSanitizer reports only real leaks.
+/// Call before drawing; calling again does nothing.
+void free_font_caches_at_exit();
+
 using TensorCallback = std::function<void(std::string_view, const lucid::quantization::TensorView&,
                                           const lucid::quantization::QuantizedTensor&)>;
 
@@ -26,6 +31,7 @@ using TensorCallback = std::function<void(std::string_view, const lucid::quantiz
 /// `written`. Throws Error up front when a figure of a tensor in `planned` already exists
 /// and `force` is false, so a long job does not fail at its first plot.
 TensorCallback plot_writer(const std::filesystem::path& dir, bool force,
-                           const std::vector<std::string>& planned, std::vector<std::string>& written);
+                           const std::vector<std::string>& planned,
+                           std::vector<std::string>& written);
 
 }  // namespace lucidq::cli

@@ -21,7 +21,8 @@ void ProgressBar::update(const Q::CheckpointProgress& p) {
   if (!active_) return;
   constexpr int width = 30;
   const double fraction =
-      p.bytes_total == 0 ? 1.0 : static_cast<double>(p.bytes_done) / static_cast<double>(p.bytes_total);
+      p.bytes_total == 0 ? 1.0
+                         : static_cast<double>(p.bytes_done) / static_cast<double>(p.bytes_total);
   const int filled = static_cast<int>(fraction * width);
   std::string name(p.tensor.substr(0, 40));
   fmt::print(stderr, "\r\x1b[2K[{}{}] {:3.0f}%  {} / {}  {}", std::string(filled, '#'),

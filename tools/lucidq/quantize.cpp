@@ -79,8 +79,7 @@ void run_quantize(const QuantizeArgs& a) {
   std::vector<std::string> plots;
   if (!a.plots.empty()) {
     std::vector<std::string> planned;
-    for (const Q::TensorPlan& p :
-         Q::plan_quantization(Q::SafetensorsFile::open(a.input), recipe)) {
+    for (const Q::TensorPlan& p : Q::plan_quantization(Q::SafetensorsFile::open(a.input), recipe)) {
       if (p.settings) planned.push_back(p.entry.name);
     }
     options.on_tensor = plot_writer(a.plots, a.force, planned, plots);
@@ -116,7 +115,8 @@ constexpr const char* footer =
     "      int8 per output channel (axis 0), symmetric: the default\n"
     "  lucidq quantize model.safetensors -o model.q4.safetensors --dtype qint4 --group-size 128\n"
     "      int4 in groups of 128 along the last axis (the input features)\n"
-    "  lucidq quantize model.safetensors -o q.safetensors --exclude 'lm_head.*' --json report.json\n"
+    "  lucidq quantize model.safetensors -o q.safetensors --exclude 'lm_head.*' --json "
+    "report.json\n"
     "  lucidq quantize model.safetensors -o q.safetensors --recipe recipe.json --dry-run\n"
     "      show which rule each tensor takes, write nothing";
 

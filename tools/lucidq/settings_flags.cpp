@@ -23,13 +23,13 @@ Q::QuantSettings SettingsFlags::settings() const {
     throw Q::Error(std::string("--dtype: ") + e.what());
   }
   if (group_size < 0) {
-    throw Q::Error(fmt::format("--group-size = {} (expected 0 for none, or a positive size)",
-                               group_size));
+    throw Q::Error(
+        fmt::format("--group-size = {} (expected 0 for none, or a positive size)", group_size));
   }
   if (group_size > 0 && !Q::is_per_channel(s.qscheme)) {
-    throw Q::Error(fmt::format(
-        "--group-size = {} with --scheme {} (expected a per_channel scheme for groups)",
-        group_size, scheme));
+    throw Q::Error(
+        fmt::format("--group-size = {} with --scheme {} (expected a per_channel scheme for groups)",
+                    group_size, scheme));
   }
   if (axis_given && !Q::is_per_channel(s.qscheme)) {
     throw Q::Error(fmt::format("--axis with --scheme {} (expected a per_channel scheme)", scheme));

@@ -32,9 +32,9 @@ inline constexpr std::string_view checkpoint_tensor_key_prefix = "lucidq.tensor.
 /// dtypes of up to 8 bits, U8 for unsigned ones, I16 / U16 / I32 for wider ones).
 struct QuantizedTensorLayout {
   std::string name;
-  Shape shape;                                    ///< the logical (original) shape
-  ScalarType original_type = ScalarType::float32; ///< the dtype before quantization
-  QuantSettings settings;                         ///< axis non-negative (0 for per-tensor)
+  Shape shape;                                     ///< the logical (original) shape
+  ScalarType original_type = ScalarType::float32;  ///< the dtype before quantization
+  QuantSettings settings;                          ///< axis non-negative (0 for per-tensor)
 
   std::string scale_name() const { return name + ".scale"; }
   /// "W.zero_point" for affine schemes, nullopt for symmetric ones (their zero point is

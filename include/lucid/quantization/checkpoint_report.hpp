@@ -32,8 +32,8 @@ struct TensorReport {
 
 /// The report quantize_checkpoint returns.
 struct CheckpointReport {
-  std::string input;   ///< the input path
-  std::string output;  ///< the output path
+  std::string input;                  ///< the input path
+  std::string output;                 ///< the output path
   std::vector<TensorReport> tensors;  ///< in the input's data order
   std::uint64_t input_file_bytes = 0;
   std::uint64_t output_file_bytes = 0;

@@ -77,7 +77,8 @@ QParams calculate_qparams(std::span<const float> min_vals, std::span<const float
                           QScheme qscheme, QDtype qdtype, int ch_axis = 0, float eps = default_eps);
 
 /// Observed ranges of a tensor at some granularity. Non-finite elements are
-/// skipped and counted; a slot that saw no finite value has min = max = 0.
+/// skipped and counted; a slot that saw no finite value has min = max = 0, and
+/// a zero bound is always +0 (independent of tier and thread count).
 struct RangeStats {
   std::vector<float> min;
   std::vector<float> max;

@@ -55,10 +55,10 @@ void unpack4__avx2(const std::uint8_t* packed, std::int64_t n, std::int8_t* code
   const __m256i high = _mm256_set1_epi16(0x00f0);
   std::int64_t k = 0;
   for (; k + codes_per_step <= n; k += codes_per_step) {
-    const __m256i b = _mm256_cvtepu8_epi16(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(packed + k / 2)));
-    const __m256i c = _mm256_or_si256(_mm256_and_si256(b, low),
-                                      _mm256_slli_epi16(_mm256_and_si256(b, high), 4));
+    const __m256i b =
+        _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(packed + k / 2)));
+    const __m256i c =
+        _mm256_or_si256(_mm256_and_si256(b, low), _mm256_slli_epi16(_mm256_and_si256(b, high), 4));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + k), sign_extend<Signed>(c, 0x08));
   }
   if (k == n) return;

@@ -96,8 +96,8 @@ std::int64_t fake_quantize_lanes(const void* x, std::int64_t n, const Params& pa
     }
     const __m256 clamped = _mm256_min_ps(p.hi, _mm256_max_ps(p.lo, rounded));
     // + 0 turns -0 into +0; the ordered mask turns NaN lanes into +0.
-    const __m256 steps = _mm256_and_ps(_mm256_add_ps(clamped, _mm256_setzero_ps()),
-                                       _mm256_cmp_ps(y, y, _CMP_ORD_Q));
+    const __m256 steps =
+        _mm256_and_ps(_mm256_add_ps(clamped, _mm256_setzero_ps()), _mm256_cmp_ps(y, y, _CMP_ORD_Q));
     _mm256_storeu_ps(out + k, _mm256_mul_ps(steps, p.scale));
   }
   return k;
@@ -126,8 +126,7 @@ void fake_quantize_vec__avx2(const void* x, std::int64_t n, const float* inv_sca
 
 // s * (q - z): float32 for codes of at most 16 bits, double for int32 codes.
 template <CodeType C>
-inline void dequantize8(const void* codes, std::int64_t k, __m256 scale, __m256i zero,
-                        float* out) {
+inline void dequantize8(const void* codes, std::int64_t k, __m256 scale, __m256i zero, float* out) {
   const __m256i q = load_codes8<C>(codes, k);
   if constexpr (C == CodeType::i32) {
     const __m256d d0 = _mm256_sub_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(q)),

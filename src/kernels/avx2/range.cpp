@@ -68,7 +68,8 @@ std::int64_t minmax__avx2(const void* x, std::int64_t n, float* min, float* max)
   *max = horizontal_max(hi);
   const std::int64_t nonfinite = k - sum(finite_count);
   if (k == n) return nonfinite;
-  return nonfinite + reference_table().minmax[static_cast<int>(T)](input_at<T>(x, k), n - k, min, max);
+  return nonfinite +
+         reference_table().minmax[static_cast<int>(T)](input_at<T>(x, k), n - k, min, max);
 }
 
 template <FloatType T>
@@ -80,10 +81,10 @@ std::int64_t minmax_vec__avx2(const void* x, std::int64_t n, float* mins, float*
   for (; k + lanes <= n; k += lanes) {
     const __m256 v = load8<T>(x, k);
     const __m256 finite = finite_lanes(v);
-    _mm256_storeu_ps(mins + k,
-                     _mm256_min_ps(_mm256_loadu_ps(mins + k), _mm256_blendv_ps(pos_inf, v, finite)));
-    _mm256_storeu_ps(maxs + k,
-                     _mm256_max_ps(_mm256_loadu_ps(maxs + k), _mm256_blendv_ps(neg_inf, v, finite)));
+    _mm256_storeu_ps(
+        mins + k, _mm256_min_ps(_mm256_loadu_ps(mins + k), _mm256_blendv_ps(pos_inf, v, finite)));
+    _mm256_storeu_ps(
+        maxs + k, _mm256_max_ps(_mm256_loadu_ps(maxs + k), _mm256_blendv_ps(neg_inf, v, finite)));
     finite_count = count_finite(finite_count, finite);
   }
   const std::int64_t nonfinite = k - sum(finite_count);
@@ -124,8 +125,8 @@ std::int64_t abs_max_vec__avx2(const void* x, std::int64_t n, float* abs_maxs) {
   }
   const std::int64_t nonfinite = k - sum(finite_count);
   if (k == n) return nonfinite;
-  return nonfinite + reference_table().abs_max_vec[static_cast<int>(T)](input_at<T>(x, k), n - k,
-                                                                        abs_maxs + k);
+  return nonfinite +
+         reference_table().abs_max_vec[static_cast<int>(T)](input_at<T>(x, k), n - k, abs_maxs + k);
 }
 
 template <FloatType T>

@@ -17,9 +17,9 @@ inline __m256i codes8(__m256i acc, __m256 multiplier, __m256i zero, Grid grid) {
   const __m256d qmax = _mm256_set1_pd(grid.quant_max);
   const __m256d z0 = _mm256_cvtepi32_pd(_mm256_castsi256_si128(zero));
   const __m256d z1 = _mm256_cvtepi32_pd(_mm256_extracti128_si256(zero, 1));
-  const __m128i s0 = steps4(_mm256_castsi256_si128(acc),
-                            _mm256_cvtps_pd(_mm256_castps256_ps128(multiplier)),
-                            _mm256_sub_pd(qmin, z0), _mm256_sub_pd(qmax, z0));
+  const __m128i s0 =
+      steps4(_mm256_castsi256_si128(acc), _mm256_cvtps_pd(_mm256_castps256_ps128(multiplier)),
+             _mm256_sub_pd(qmin, z0), _mm256_sub_pd(qmax, z0));
   const __m128i s1 = steps4(_mm256_extracti128_si256(acc, 1),
                             _mm256_cvtps_pd(_mm256_extractf128_ps(multiplier, 1)),
                             _mm256_sub_pd(qmin, z1), _mm256_sub_pd(qmax, z1));
@@ -45,7 +45,8 @@ void requantize_vec__avx2(const std::int32_t* acc, std::int64_t n, const float* 
   std::int64_t k = 0;
   for (; k + lanes <= n; k += lanes) {
     const __m256i z = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(zero_point + k));
-    store8<CodeWidth::b8>(out, k, codes8(load_acc(acc, k), _mm256_loadu_ps(multiplier + k), z, grid));
+    store8<CodeWidth::b8>(out, k,
+                          codes8(load_acc(acc, k), _mm256_loadu_ps(multiplier + k), z, grid));
   }
   if (k < n) {
     reference_table().requantize_vec(acc + k, n - k, multiplier + k, zero_point + k, grid, out + k);

@@ -31,16 +31,17 @@ inline __m256 load8(const void* x, std::int64_t k) {
 
 /// The low byte of each of 8 int32 lanes, in order, as the low 8 bytes of the result.
 inline __m128i low_bytes(__m256i v) {
-  const __m256i pick = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
-                                        0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m256i pick =
+      _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1,
+                       -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
   const __m256i picked = _mm256_shuffle_epi8(v, pick);
   return _mm_unpacklo_epi32(_mm256_castsi256_si128(picked), _mm256_extracti128_si256(picked, 1));
 }
 
 /// The low 16 bits of each of 8 int32 lanes, in order.
 inline __m128i low_words(__m256i v) {
-  const __m256i pick = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1,
-                                        0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1);
+  const __m256i pick = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1, 0,
+                                        1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1);
   const __m256i picked = _mm256_shuffle_epi8(v, pick);
   return _mm_unpacklo_epi64(_mm256_castsi256_si128(picked), _mm256_extracti128_si256(picked, 1));
 }
@@ -63,8 +64,8 @@ inline void store8(void* out, std::int64_t k, __m256i codes) {
 template <CodeType C>
 inline __m256i load_codes8(const void* codes, std::int64_t k) {
   if constexpr (C == CodeType::i8 || C == CodeType::u8) {
-    const __m128i bytes =
-        _mm_loadl_epi64(reinterpret_cast<const __m128i*>(static_cast<const std::int8_t*>(codes) + k));
+    const __m128i bytes = _mm_loadl_epi64(
+        reinterpret_cast<const __m128i*>(static_cast<const std::int8_t*>(codes) + k));
     return C == CodeType::i8 ? _mm256_cvtepi8_epi32(bytes) : _mm256_cvtepu8_epi32(bytes);
   } else if constexpr (C == CodeType::i16 || C == CodeType::u16) {
     const __m128i words = _mm_loadu_si128(
@@ -108,9 +109,8 @@ struct PerElement {
   Grid grid;
   Lanes at(std::int64_t k) const {
     const __m256 s = scale ? _mm256_loadu_ps(scale + k) : _mm256_setzero_ps();
-    return make_lanes(
-        _mm256_loadu_ps(inv_scale + k), s,
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(zero_point + k)), grid);
+    return make_lanes(_mm256_loadu_ps(inv_scale + k), s,
+                      _mm256_loadu_si256(reinterpret_cast<const __m256i*>(zero_point + k)), grid);
   }
 };
 

@@ -17,7 +17,8 @@ void pack4__avx512(const std::int8_t* codes, std::int64_t n, std::uint8_t* packe
   const __m512i nibble = _mm512_set1_epi8(0x0f);
   for (std::int64_t k = 0; k < n; k += codes_per_step) {
     const std::int64_t count = n - k < codes_per_step ? n - k : codes_per_step;
-    const __m512i c = _mm512_and_si512(_mm512_maskz_loadu_epi8(first_bytes(count), codes + k), nibble);
+    const __m512i c =
+        _mm512_and_si512(_mm512_maskz_loadu_epi8(first_bytes(count), codes + k), nibble);
     const __m512i folded = _mm512_or_si512(c, _mm512_srli_epi16(c, 4));
     const auto bytes = static_cast<__mmask32>(first_bytes((count + 1) / 2));
     _mm512_mask_cvtepi16_storeu_epi8(packed + k / 2, bytes, folded);
@@ -30,7 +31,8 @@ void pack2__avx512(const std::int8_t* codes, std::int64_t n, std::uint8_t* packe
   const __m512i field = _mm512_set1_epi8(0x03);
   for (std::int64_t k = 0; k < n; k += codes_per_step) {
     const std::int64_t count = n - k < codes_per_step ? n - k : codes_per_step;
-    const __m512i c = _mm512_and_si512(_mm512_maskz_loadu_epi8(first_bytes(count), codes + k), field);
+    const __m512i c =
+        _mm512_and_si512(_mm512_maskz_loadu_epi8(first_bytes(count), codes + k), field);
     const __m512i folded =
         _mm512_or_si512(_mm512_or_si512(c, _mm512_srli_epi32(c, 6)),
                         _mm512_or_si512(_mm512_srli_epi32(c, 12), _mm512_srli_epi32(c, 18)));
@@ -55,8 +57,8 @@ void unpack4__avx512(const std::uint8_t* packed, std::int64_t n, std::int8_t* co
     const std::int64_t count = n - k < codes_per_step ? n - k : codes_per_step;
     const auto bytes = static_cast<__mmask32>(first_bytes((count + 1) / 2));
     const __m512i b = _mm512_cvtepu8_epi16(_mm256_maskz_loadu_epi8(bytes, packed + k / 2));
-    const __m512i c = _mm512_or_si512(_mm512_and_si512(b, low),
-                                      _mm512_slli_epi16(_mm512_and_si512(b, high), 4));
+    const __m512i c =
+        _mm512_or_si512(_mm512_and_si512(b, low), _mm512_slli_epi16(_mm512_and_si512(b, high), 4));
     _mm512_mask_storeu_epi8(codes + k, first_bytes(count), sign_extend<Signed>(c, 0x08));
   }
 }

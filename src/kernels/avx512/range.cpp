@@ -7,8 +7,7 @@ namespace {
 
 // Lanes of `m` holding a finite value (NaN compares false).
 inline __mmask16 finite_lanes(__m512 v, __mmask16 m) {
-  return _mm512_mask_cmp_ps_mask(m, _mm512_abs_ps(v), _mm512_set1_ps(__builtin_inff()),
-                                 _CMP_LT_OQ);
+  return _mm512_mask_cmp_ps_mask(m, _mm512_abs_ps(v), _mm512_set1_ps(__builtin_inff()), _CMP_LT_OQ);
 }
 
 inline std::int64_t count_missing(__mmask16 m, __mmask16 finite) {

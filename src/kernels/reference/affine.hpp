@@ -36,8 +36,8 @@ inline double unclamped_code(float x, float inv_scale, std::int32_t zero_point) 
 /// The stored code: the unclamped code clamped to the grid, NaN -> zero_point.
 inline std::int32_t clamp_code(double code, std::int32_t zero_point, Grid grid) {
   if (std::isnan(code)) return zero_point;
-  return static_cast<std::int32_t>(std::clamp(code, static_cast<double>(grid.quant_min),
-                                              static_cast<double>(grid.quant_max)));
+  return static_cast<std::int32_t>(
+      std::clamp(code, static_cast<double>(grid.quant_min), static_cast<double>(grid.quant_max)));
 }
 
 /// True when the unclamped code lies inside the grid (the straight-through mask).

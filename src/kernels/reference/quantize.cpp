@@ -83,8 +83,7 @@ void fake_quantize(const void* x, std::int64_t n, Affine p, Grid grid, float* ou
 
 template <FloatType T>
 void fake_quantize_vec(const void* x, std::int64_t n, const float* inv_scale, const float* scale,
-                       const std::int32_t* zero_point, Grid grid, float* out,
-                       std::uint8_t* mask) {
+                       const std::int32_t* zero_point, Grid grid, float* out, std::uint8_t* mask) {
   for (std::int64_t k = 0; k < n; ++k) {
     const double code = unclamped_code(load_element<T>(x, k), inv_scale[k], zero_point[k]);
     if (mask) mask[k] = inside_grid(code, grid) ? 1 : 0;

@@ -5,8 +5,8 @@
 namespace lucid::quantization::kernels::reference {
 namespace {
 
-void requantize(const std::int32_t* acc, std::int64_t n, float multiplier,
-                std::int32_t zero_point, Grid grid, std::uint8_t* out) {
+void requantize(const std::int32_t* acc, std::int64_t n, float multiplier, std::int32_t zero_point,
+                Grid grid, std::uint8_t* out) {
   for (std::int64_t k = 0; k < n; ++k)
     out[k] = static_cast<std::uint8_t>(requantize_code(acc[k], multiplier, zero_point, grid));
 }
