@@ -22,4 +22,5 @@ PYBIND11_MODULE(_lucidq, m) {
   lucidq_python::bind_quantize(m);
   lucidq_python::bind_metrics(m);
   lucidq_python::bind_observers(m);
+  lucidq_python::bind_runtime(m);
 }

@@ -1,0 +1,33 @@
+// Bindings of the run-time controls: kernel tier (ISA) and thread count.
+#include "common.hpp"
+#include "lucid/quantization/runtime.hpp"
+
+namespace lucidq_python {
+
+void bind_runtime(py::module_& m) {
+  namespace Q = lucid::quantization;
+  m.def(
+      "active_isa", [] { return Q::to_string(Q::active_isa()); },
+      "The kernel tier in use: 'reference', 'avx2' or 'avx512'.");
+  m.def(
+      "set_isa", [](const std::string& name) { Q::set_isa(Q::isa_from_string(name)); },
+      py::arg("isa"),
+      "Pins the kernel tier ('reference', 'avx2', 'avx512'); ValueError if the CPU lacks it.");
+  m.def(
+      "supported_isas",
+      [] {
+        std::vector<std::string> names;
+        for (Q::Isa isa : Q::supported_isas())
+          names.push_back(Q::to_string(isa));
+        return names;
+      },
+      "The tiers this CPU can run, simplest first.");
+  m.def(
+      "cpu_features", [] { return Q::cpu_features().describe(); },
+      "The CPU features lucidq detected, as one line of text.");
+  m.def("num_threads", &Q::num_threads, "Threads used for large inputs.");
+  m.def("set_num_threads", &Q::set_num_threads, py::arg("count"),
+        "Sets the thread count for large inputs (>= 1); results never depend on it.");
+}
+
+}  // namespace lucidq_python
