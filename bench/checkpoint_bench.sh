@@ -6,7 +6,8 @@
 # Generates the checkpoint (bench/gen_checkpoint.py, 5 Llama-7B-shaped layers) in a temporary
 # folder, then runs `/usr/bin/time -v lucidq quantize` twice per configuration -- int8 per
 # channel, and int4 in groups of 128 -- and prints input GB/s (input bytes / wall time), CPU
-# time, and peak RSS against the bound 3 x the largest tensor + 64 MiB. The folder is removed
+# time, and peak RSS against the bound 3 x the largest tensor + 64 MiB, after a baseline: `cp`
+# of the same file in the same folder (read and write, no computing). The folder is removed
 # at the end. LUCIDQ_BENCH_DIR picks the folder's parent (default: /dev/shm when it has room,
 # so the figures measure lucidq rather than the disk; set it to a disk folder to include the
 # output's fsync). LUCIDQ_BENCH_LAYERS changes the size (default 5).
@@ -16,7 +17,7 @@ cd "$(dirname "$0")/.."
 lucidq=$(realpath "${1:-build/release/tools/lucidq/lucidq}")
 layers=${LUCIDQ_BENCH_LAYERS:-5}
 parent=${LUCIDQ_BENCH_DIR:-}
-need_kb=$(( (layers * 420 + 200) * 1024 * 3 / 2 ))  # input + the larger output, with margin
+need_kb=$(( (layers * 420 + 200) * 1024 * 5 / 2 ))  # input, its copy, the output, a margin
 if [[ -z "$parent" ]]; then
   parent=/dev/shm
   if [[ ! -d /dev/shm ]] || (( $(df -Pk /dev/shm | awk 'NR==2 {print $4}') < need_kb )); then
@@ -39,6 +40,12 @@ echo
 echo "lucidq $("$lucidq" --version | cut -d' ' -f2), $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 echo "input: $(awk -v b="$input_bytes" 'BEGIN {printf "%.2f GB", b / 1e9}') bf16 in $dir ($( [[ $parent == /dev/shm ]] && echo tmpfs || echo disk))"
 echo "bound: 3 x $((largest / 1024 / 1024)) MiB (the largest tensor) + 64 MiB = $((bound_kb / 1024)) MiB"
+echo
+/usr/bin/time -f '%e' -o "$dir/time.txt" cp "$dir/llm.safetensors" "$dir/copy.safetensors"
+copy_seconds=$(cat "$dir/time.txt")
+rm -f "$dir/copy.safetensors"
+echo "baseline: cp of the input in the same folder: $copy_seconds s, $(awk -v b="$input_bytes" \
+  -v t="$copy_seconds" 'BEGIN {printf "%.2f", b / t / 1e9}') GB/s"
 echo
 printf '%-22s %4s %9s %8s %8s %8s %12s  %s\n' config run "wall s" "GB/s" "user s" "sys s" "peak RSS" "within bound"
 run() {

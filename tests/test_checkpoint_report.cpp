@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <iostream>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -287,6 +288,8 @@ TEST(CheckpointStreaming, PeakMemoryFollowsTheLargestTensorNotTheFile) {
   const Q::CheckpointReport report =
       Q::quantize_checkpoint(dir / "in.safetensors", dir / "out.safetensors");
   const std::int64_t growth = peak_rss_bytes() - before;
+  std::cout << "[ memory ] peak RSS grew by " << growth << " bytes for a file of "
+            << count * rows * cols * 2 << "\n";
   EXPECT_EQ(report.quantized_count(), static_cast<std::size_t>(count));
   const std::int64_t tensor_bytes = rows * cols * 2;
   EXPECT_LT(growth, 3 * tensor_bytes + (8 << 20))

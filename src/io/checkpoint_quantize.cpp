@@ -93,7 +93,7 @@ class WriteBehind {
 class Job {
  public:
   Job(const SafetensorsFile& in, SafetensorsWriter& out, const QuantizeCheckpointOptions& options)
-      : in_(in), writer_(in, out), options_(options), file_(in.path().string()) {}
+      : in_(in), options_(options), file_(in.path().string()), writer_(in, out) {}
 
   // Waits until every tensor is written; rethrows a write error.
   void finish() { writer_.wait(); }
@@ -176,11 +176,11 @@ class Job {
   }
 
   const SafetensorsFile& in_;
-  WriteBehind writer_;
   const QuantizeCheckpointOptions& options_;
   std::string file_;
   std::vector<std::uint8_t> codes_[2];
   int turn_ = 0;
+  WriteBehind writer_;  // last: destroyed first, it waits for the write that reads codes_
 };
 
 }  // namespace
