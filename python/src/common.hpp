@@ -111,5 +111,6 @@ void bind_quantize(py::module_& m);
 void bind_metrics(py::module_& m);
 void bind_observers(py::module_& m);
 void bind_runtime(py::module_& m);
+void bind_plot(py::module_& m);
 
 }  // namespace lucidq_python

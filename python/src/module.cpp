@@ -23,4 +23,5 @@ PYBIND11_MODULE(_lucidq, m) {
   lucidq_python::bind_metrics(m);
   lucidq_python::bind_observers(m);
   lucidq_python::bind_runtime(m);
+  lucidq_python::bind_plot(m);
 }
