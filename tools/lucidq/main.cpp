@@ -24,10 +24,15 @@ constexpr const char* description =
 
 constexpr const char* footer =
     "Examples:\n"
-    "  lucidq demo                       walk through the linear-quantization notes\n"
-    "  lucidq demo --section symmetric   only the symmetric-scale comparison\n"
-    "  lucidq demo --help                options of one subcommand\n"
-    "  lucidq --version";
+    "  lucidq demo                                  walk through the notes, then a checkpoint\n"
+    "  lucidq quantize model.safetensors -o model.q8.safetensors --json report.json\n"
+    "  lucidq quantize model.safetensors -o model.q4.safetensors --dtype qint4 --group-size 128\n"
+    "  lucidq inspect model.q8.safetensors          what each tensor became\n"
+    "  lucidq plot model.safetensors --tensor fc.weight -o fc.png\n"
+    "  lucidq info                                  CPU features, kernel tier, threads\n"
+    "  lucidq quantize --help                       every option of one subcommand\n"
+    "\n"
+    "Guide with worked examples: docs/cli.md";
 
 void print_error(const std::string& message) {
   std::fflush(stdout);
