@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages lucidq needs, only those missing (apt-get, as root or via sudo).
-# Usage: scripts/install-deps.sh [build|test|all]   (default: all)
+# Usage: scripts/install-deps.sh [build|test|bench|all]   (default: all = build + test;
+# bench = build + what -DLUCIDQ_BUILD_BENCH=ON uses, kept out of `all`, which scripts/test.sh runs)
 set -euo pipefail
 
 build_packages=(
@@ -13,12 +14,17 @@ test_packages=(
   python3-pytest python3-torch
   clang libclang-rt-14-dev
 )
+# -DLUCIDQ_BUILD_BENCH=ON: Google Benchmark, and the baselines bench_gemm times when present.
+bench_packages=(
+  libbenchmark-dev libdnnl-dev libopenblas-dev
+)
 
 want=("${build_packages[@]}")
 case "${1:-all}" in
   build) ;;
   test|all) want+=("${test_packages[@]}") ;;
-  *) echo "install-deps: unknown set '$1' (expected build, test or all)" >&2; exit 2 ;;
+  bench) want+=("${bench_packages[@]}") ;;
+  *) echo "install-deps: unknown set '$1' (expected build, test, bench or all)" >&2; exit 2 ;;
 esac
 
 missing=()

@@ -376,6 +376,59 @@ TEST_P(KernelTier, RangesMatchReference) {
   }
 }
 
+// Stores v as element k of a `type` buffer.
+void put(Guarded& x, K::FloatType type, std::int64_t k, float v) {
+  auto* at = static_cast<unsigned char*>(x.data());
+  if (type == K::FloatType::f32) {
+    std::memcpy(at + 4 * k, &v, 4);
+    return;
+  }
+  const std::uint16_t bits =
+      type == K::FloatType::f16 ? Q::float_to_float16(v) : Q::float_to_bfloat16(v);
+  std::memcpy(at + 2 * k, &bits, 2);
+}
+
+// The range kernels' fast paths work on blocks of finite values and re-run a block
+// holding NaN or Inf exactly: mostly finite inputs with one non-finite value at
+// block and vector edges, in the tail, and inputs with no finite value at all.
+TEST_P(KernelTier, RangesWithFewNonFiniteValuesMatchReference) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  const float specials[] = {std::numeric_limits<float>::quiet_NaN(), INFINITY, -INFINITY};
+  for (const K::FloatType t : float_types) {
+    for (const std::int64_t n : {512, 513, 1024 + 17, 4096, 4096 + 5}) {
+      std::vector<std::int64_t> places = {-1, 0, 15, 16, 511, 512, n - 1, n / 2};
+      for (const std::int64_t place : places) {
+        for (const float special : specials) {
+          for (const bool all_special : {false, true}) {
+            if (all_special && place != -1) continue;
+            Guarded x(static_cast<std::size_t>(n) * (t == K::FloatType::f32 ? 4 : 2), 0);
+            for (std::int64_t k = 0; k < n; ++k) {
+              const float v = k % 97 == 5 ? -0.0f : k % 89 == 7 ? 1e-40f : normal(rng);
+              put(x, t, k, all_special ? special : v);
+            }
+            if (place >= 0 && place < n) put(x, t, place, special);
+            const std::string at = "type " + std::to_string(int(t)) + ", n = " + std::to_string(n) +
+                                   ", place " + std::to_string(place) + ", value " +
+                                   std::to_string(special) + (all_special ? " everywhere" : "");
+            float lo_ref = INFINITY, hi_ref = -INFINITY, lo = lo_ref, hi = hi_ref;
+            ASSERT_EQ(tier().minmax[int(t)](x.data(), n, &lo, &hi),
+                      reference().minmax[int(t)](x.data(), n, &lo_ref, &hi_ref))
+                << at;
+            ASSERT_EQ(lo, lo_ref) << at;  // -0 == +0: the sign of a zero is unspecified
+            ASSERT_EQ(hi, hi_ref) << at;
+            float top_ref = 0.0f, top = 0.0f;
+            ASSERT_EQ(tier().abs_max[int(t)](x.data(), n, &top),
+                      reference().abs_max[int(t)](x.data(), n, &top_ref))
+                << at;
+            ASSERT_EQ(top, top_ref) << at;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_P(KernelTier, RequantizeMatchesReference) {
   std::mt19937_64 rng(Q::testing::test_seed());
   std::uniform_int_distribution<std::int32_t> any_acc(std::numeric_limits<std::int32_t>::min(),

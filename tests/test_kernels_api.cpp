@@ -285,3 +285,67 @@ TEST(ObserveAbsMax, SkipsNonFiniteValuesPerChannel) {
   EXPECT_ERROR_CONTAINS(Q::observe_abs_max(Q::TensorView(x), Q::per_tensor_affine, 0, 2),
                         "observe_abs_max: group_size = 2");
 }
+
+// ByteBuffer: 64-byte aligned, deep copies, and large buffers reused from its
+// cache are never handed out where zeros are promised.
+TEST(ByteBuffer, ZeroedAndCopiedBuffersStayCorrectAcrossTheLargeBufferCache) {
+  constexpr std::size_t large = std::size_t{9} << 20;  // above the 4 MiB mapping threshold
+  for (const std::size_t size : {std::size_t{100}, large}) {
+    for (int round = 0; round < 3; ++round) {
+      {
+        Q::ByteBuffer dirty = Q::ByteBuffer::uninitialized(size);
+        ASSERT_EQ(dirty.size(), size);
+        ASSERT_EQ(reinterpret_cast<std::uintptr_t>(dirty.data()) % 64, 0u);
+        std::memset(dirty.data(), 0xab, size);
+      }  // a large one goes back to the cache, dirty
+      const Q::ByteBuffer zeros = Q::ByteBuffer::zeroed(size);
+      EXPECT_TRUE(std::all_of(zeros.data(), zeros.data() + size, [](auto b) { return b == 0; }))
+          << "size " << size;
+      const Q::Tensor tensor(Q::ScalarType::uint8, {static_cast<std::int64_t>(size)});
+      const auto* bytes = tensor.data_as<std::uint8_t>();
+      EXPECT_TRUE(std::all_of(bytes, bytes + size, [](auto b) { return b == 0; }))
+          << "size " << size;
+    }
+    Q::ByteBuffer a = Q::ByteBuffer::uninitialized(size);
+    for (std::size_t i = 0; i < size; ++i)
+      a.data()[i] = static_cast<std::uint8_t>(i * 7);
+    Q::ByteBuffer b = a;
+    ASSERT_NE(b.data(), a.data());
+    EXPECT_TRUE(std::equal(a.data(), a.data() + size, b.data(), b.data() + size));
+    b.data()[size - 1] ^= 1;
+    EXPECT_NE(a.data()[size - 1], b.data()[size - 1]);
+    const std::uint8_t* moved_from = a.data();
+    Q::ByteBuffer c = std::move(a);
+    EXPECT_EQ(c.data(), moved_from);
+    EXPECT_TRUE(a.empty());  // NOLINT(bugprone-use-after-move): moves leave an empty buffer
+  }
+  Q::release_cached_buffers();
+  EXPECT_EQ(Q::ByteBuffer::uninitialized(0).data(), nullptr);
+}
+
+// The allocating forms write every byte of an uninitialised (possibly reused) buffer.
+TEST(ByteBuffer, AllocatingFormsOverwriteReusedBuffers) {
+  const RuntimeGuard guard;
+  const std::int64_t n = std::int64_t{5} << 20;  // 5 MiB of int8 codes, 20 MiB of floats
+  std::vector<float> x(static_cast<std::size_t>(n));
+  for (std::int64_t round = 0; round < 3; ++round) {
+    for (std::size_t i = 0; i < x.size(); ++i)
+      x[i] =
+          static_cast<float>((i * 2654435761u + static_cast<std::size_t>(round)) % 1000) - 500.0f;
+    const auto qp = Q::QParams::per_tensor(4.0f, static_cast<std::int32_t>(round), Q::qint8);
+    Q::set_num_threads(1 + static_cast<int>(round % 2));
+    const Q::QuantizedTensor q = Q::quantize(Q::TensorView(x), qp);
+    std::vector<std::uint8_t> expected(static_cast<std::size_t>(n));
+    Q::quantize_into(Q::TensorView(x), qp, expected);
+    ASSERT_TRUE(std::ranges::equal(q.storage(), expected)) << "round " << round;
+    const Q::Tensor back = Q::dequantize(q);
+    std::vector<float> expected_back(static_cast<std::size_t>(n));
+    Q::dequantize_into(q, expected_back);
+    ASSERT_EQ(0, std::memcmp(back.data(), expected_back.data(), expected_back.size() * 4))
+        << "round " << round;
+    {
+      Q::ByteBuffer dirty = Q::ByteBuffer::uninitialized(static_cast<std::size_t>(n) * 4);
+      std::memset(dirty.data(), 0x7f, dirty.size());
+    }
+  }
+}

@@ -4,6 +4,7 @@
 #include "lucid/quantization/checkpoint.hpp"
 #include "lucid/quantization/checkpoint_report.hpp"
 #include "lucid/quantization/error.hpp"
+#include "lucid/quantization/gemm.hpp"
 #include "lucid/quantization/metrics.hpp"
 #include "lucid/quantization/observer.hpp"
 #include "lucid/quantization/observer_calibrators.hpp"
@@ -22,3 +23,4 @@
 #include "lucid/quantization/scalar_type.hpp"
 #include "lucid/quantization/tensor.hpp"
 #include "lucid/quantization/version.hpp"
+#include "lucid/quantization/weight_only.hpp"

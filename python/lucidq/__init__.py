@@ -34,6 +34,22 @@ globals().update({name: getattr(_lucidq, name) for name in _native})
 
 __version__ = _lucidq.__version__
 
+# The pure-Python layers on the int8 GEMM (lucidq/nn.py).
+from .nn import DynamicQuantizedLinear, QuantizedLinear  # noqa: E402
+
+# The pure-Python layer on the weight-only low-bit GEMM (lucidq/weight_only.py).
+from .weight_only import WeightOnlyLinear  # noqa: E402
+
+from .checkpoint import (  # noqa: E402  (needs _lucidq's names first)
+    dequantize_checkpoint,
+    inspect_checkpoint,
+    load_quantized_tensor,
+    load_safetensors,
+    quantize_checkpoint,
+    save_safetensors,
+)
+from . import checkpoint as _checkpoint  # noqa: E402
+
 # Lowercase aliases: the very same objects as the enum members.
 per_tensor_affine = QScheme.PER_TENSOR_AFFINE
 per_tensor_symmetric = QScheme.PER_TENSOR_SYMMETRIC
@@ -44,9 +60,13 @@ __all__ = sorted(
     _native
     + [
         "QScheme",
+        "QuantizedLinear",
+        "DynamicQuantizedLinear",
+        "WeightOnlyLinear",
         "per_tensor_affine",
         "per_tensor_symmetric",
         "per_channel_affine",
         "per_channel_symmetric",
     ]
+    + [name for name in _checkpoint.__all__ if name not in _native]
 )

@@ -112,5 +112,9 @@ void bind_metrics(py::module_& m);
 void bind_observers(py::module_& m);
 void bind_runtime(py::module_& m);
 void bind_plot(py::module_& m);
+void bind_gemm(py::module_& m);
+void bind_checkpoint(py::module_& m);
+void bind_safetensors(py::module_& m);
+void bind_weight_only(py::module_& m);
 
 }  // namespace lucidq_python

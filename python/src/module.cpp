@@ -24,4 +24,8 @@ PYBIND11_MODULE(_lucidq, m) {
   lucidq_python::bind_observers(m);
   lucidq_python::bind_runtime(m);
   lucidq_python::bind_plot(m);
+  lucidq_python::bind_gemm(m);
+  lucidq_python::bind_checkpoint(m);
+  lucidq_python::bind_safetensors(m);
+  lucidq_python::bind_weight_only(m);
 }

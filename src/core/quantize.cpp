@@ -5,7 +5,6 @@
 #include <algorithm>
 
 #include "core/kernel_args.hpp"
-#include "core/large_buffer.hpp"
 #include "core/param_layout.hpp"
 #include "kernels/dispatch.hpp"
 #include "kernels/parallel.hpp"
@@ -210,8 +209,9 @@ float dequantize_value(std::int32_t code, float scale, std::int32_t zero_point) 
 
 QuantizedTensor quantize(const TensorView& x, const QParams& qparams) {
   check_input(x, qparams, "quantize");
-  std::vector<std::uint8_t> storage =
-      detail::zeroed_bytes(static_cast<std::size_t>(qparams.qdtype.storage_bytes(x.numel())));
+  // Uninitialised: the parallel kernel writes every byte, and is the first to touch each page.
+  ByteBuffer storage =
+      ByteBuffer::uninitialized(static_cast<std::size_t>(qparams.qdtype.storage_bytes(x.numel())));
   quantize_unchecked(x, qparams, storage.data());
   return QuantizedTensor(x.shape, qparams, std::move(storage));
 }
@@ -242,15 +242,15 @@ void dequantize_into(const QuantizedTensor& q, std::span<float> out) {
 }
 
 Tensor dequantize(const QuantizedTensor& q) {
-  Tensor out(ScalarType::float32, q.shape());
+  Tensor out = Tensor::uninitialized(ScalarType::float32, q.shape());
   dequantize_into(q, {out.data_as<float>(), static_cast<std::size_t>(q.numel())});
   return out;
 }
 
 FakeQuantizeResult fake_quantize_with_mask(const TensorView& x, const QParams& qparams) {
   check_input(x, qparams, "fake_quantize");
-  FakeQuantizeResult result{Tensor(ScalarType::float32, x.shape),
-                            Tensor(ScalarType::boolean, x.shape)};
+  FakeQuantizeResult result{Tensor::uninitialized(ScalarType::float32, x.shape),
+                            Tensor::uninitialized(ScalarType::boolean, x.shape)};
   fake_quantize_unchecked(x, qparams, result.output.data_as<float>(),
                           result.mask.data_as<std::uint8_t>());
   return result;
@@ -258,7 +258,7 @@ FakeQuantizeResult fake_quantize_with_mask(const TensorView& x, const QParams& q
 
 Tensor fake_quantize(const TensorView& x, const QParams& qparams) {
   check_input(x, qparams, "fake_quantize");
-  Tensor out(ScalarType::float32, x.shape);
+  Tensor out = Tensor::uninitialized(ScalarType::float32, x.shape);
   fake_quantize_unchecked(x, qparams, out.data_as<float>(), nullptr);
   return out;
 }

@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include "core/kernel_args.hpp"
-#include "core/large_buffer.hpp"
 #include "core/param_layout.hpp"
 #include "core/qparams_formula.hpp"
 #include "kernels/dispatch.hpp"
@@ -159,8 +158,8 @@ QuantizedTensor quantize_per_group(const TensorView& x, QDtype qdtype, QScheme q
   qparams.group_size = group_size;
   qparams.scale.assign(static_cast<std::size_t>(layout.slots()), 1.0f);
   qparams.zero_point.assign(static_cast<std::size_t>(layout.slots()), 0);
-  std::vector<std::uint8_t> storage =
-      zeroed_bytes(static_cast<std::size_t>(qdtype.storage_bytes(x.numel())));
+  ByteBuffer storage =
+      ByteBuffer::zeroed(static_cast<std::size_t>(qdtype.storage_bytes(x.numel())));
 
   const FusedJob job{kernels::active(),
                      static_cast<const unsigned char*>(x.data),

@@ -6,7 +6,11 @@
 
 namespace lucid::quantization {
 
-QuantizedTensor::QuantizedTensor(Shape shape, QParams qparams, std::vector<std::uint8_t> storage)
+QuantizedTensor::QuantizedTensor(Shape shape, QParams qparams,
+                                 const std::vector<std::uint8_t>& storage)
+    : QuantizedTensor(std::move(shape), std::move(qparams), ByteBuffer(std::span(storage))) {}
+
+QuantizedTensor::QuantizedTensor(Shape shape, QParams qparams, ByteBuffer storage)
     : shape_(std::move(shape)), qparams_(std::move(qparams)), storage_(std::move(storage)) {
   qparams_.validate_for(shape_);
   const std::int64_t expected = qparams_.qdtype.storage_bytes(numel());
@@ -27,7 +31,7 @@ QuantizedTensor::QuantizedTensor(Shape shape, QParams qparams, std::vector<std::
 }
 
 std::vector<std::int32_t> QuantizedTensor::int_repr() const {
-  return unpack_codes(storage_, numel(), qparams_.qdtype);
+  return unpack_codes(storage(), numel(), qparams_.qdtype);
 }
 
 }  // namespace lucid::quantization

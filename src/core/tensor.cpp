@@ -1,9 +1,14 @@
-// Tensor, TensorView and shape helpers.
+// Tensor, TensorView, ByteBuffer (with its cache of large mappings) and shape helpers.
 #include "lucid/quantization/tensor.hpp"
 
+#include <array>
 #include <cstring>
 #include <limits>
+#include <mutex>
+#include <new>
+#include <utility>
 
+#include "core/large_buffer.hpp"
 #include "lucid/quantization/error.hpp"
 
 namespace lucid::quantization {
@@ -45,6 +50,156 @@ int normalize_axis(int axis, std::size_t rank, const char* what) {
   return axis < 0 ? axis + r : axis;
 }
 
+namespace {
+
+constexpr std::align_val_t buffer_alignment{64};
+
+// Freed large mappings kept for reuse (see ByteBuffer): reusing one skips the
+// page faults a fresh mapping pays, which in a VM cost several memcpys of it.
+class MappingCache {
+ public:
+  static constexpr std::size_t max_entries = 2;
+  static constexpr std::size_t max_bytes = std::size_t{512} << 20;
+
+  // A cached mapping of at least `length` bytes and at most twice that, or null.
+  std::pair<void*, std::size_t> take(std::size_t length) {
+    const std::lock_guard lock(mutex_);
+    std::size_t best = count_;
+    for (std::size_t i = 0; i < count_; ++i) {
+      const std::size_t have = entries_[i].second;
+      if (have >= length && have / 2 <= length &&
+          (best == count_ || have < entries_[best].second)) {
+        best = i;
+      }
+    }
+    if (best == count_) return {nullptr, 0};
+    const auto entry = entries_[best];
+    entries_[best] = entries_[--count_];
+    bytes_ -= entry.second;
+    return entry;
+  }
+
+  // Keeps the mapping, evicting the oldest ones past the limits.
+  void put(void* data, std::size_t length) {
+    if (length > max_bytes) {
+      detail::unmap_large(data, length);
+      return;
+    }
+    const std::lock_guard lock(mutex_);
+    while (count_ == max_entries || bytes_ + length > max_bytes) {
+      detail::unmap_large(entries_[0].first, entries_[0].second);
+      bytes_ -= entries_[0].second;
+      for (std::size_t i = 1; i < count_; ++i)
+        entries_[i - 1] = entries_[i];
+      --count_;
+    }
+    entries_[count_++] = {data, length};
+    bytes_ += length;
+  }
+
+  void clear() {
+    const std::lock_guard lock(mutex_);
+    for (std::size_t i = 0; i < count_; ++i)
+      detail::unmap_large(entries_[i].first, entries_[i].second);
+    count_ = 0;
+    bytes_ = 0;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::array<std::pair<void*, std::size_t>, max_entries> entries_{};
+  std::size_t count_ = 0;
+  std::size_t bytes_ = 0;
+};
+
+// Never destroyed: buffers in static objects may be released after it would be.
+MappingCache& mapping_cache() {
+  static auto* cache = new MappingCache;
+  return *cache;
+}
+
+}  // namespace
+
+void release_cached_buffers() {
+  mapping_cache().clear();
+}
+
+ByteBuffer ByteBuffer::uninitialized(std::size_t size) {
+  ByteBuffer buffer;
+  if (size == 0) return buffer;
+  if (detail::is_large(size)) {
+    const std::size_t length = detail::mapped_length(size);
+    auto [data, have] = mapping_cache().take(length);
+    if (data == nullptr) {
+      data = detail::map_large(size);
+      have = length;
+    }
+    buffer.data_ = static_cast<std::uint8_t*>(data);
+    buffer.mapped_ = have;
+  } else {
+    buffer.data_ = static_cast<std::uint8_t*>(::operator new(size, buffer_alignment));
+  }
+  buffer.size_ = size;
+  return buffer;
+}
+
+ByteBuffer ByteBuffer::zeroed(std::size_t size) {
+  if (!detail::is_large(size)) {
+    ByteBuffer buffer = uninitialized(size);
+    if (size != 0) std::memset(buffer.data_, 0, size);
+    return buffer;
+  }
+  // A fresh mapping is zero already; a cached one would need a fill on this thread.
+  ByteBuffer buffer;
+  buffer.data_ = static_cast<std::uint8_t*>(detail::map_large(size));
+  buffer.size_ = size;
+  buffer.mapped_ = detail::mapped_length(size);
+  return buffer;
+}
+
+ByteBuffer::ByteBuffer(std::span<const std::uint8_t> bytes)
+    : ByteBuffer(uninitialized(bytes.size())) {
+  if (!bytes.empty()) std::memcpy(data_, bytes.data(), bytes.size());
+}
+
+ByteBuffer::ByteBuffer(const ByteBuffer& other) : ByteBuffer(other.span()) {}
+
+ByteBuffer::ByteBuffer(ByteBuffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      mapped_(std::exchange(other.mapped_, 0)) {}
+
+ByteBuffer& ByteBuffer::operator=(const ByteBuffer& other) {
+  if (this != &other) *this = ByteBuffer(other);
+  return *this;
+}
+
+ByteBuffer& ByteBuffer::operator=(ByteBuffer&& other) noexcept {
+  if (this != &other) {
+    release();
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    mapped_ = std::exchange(other.mapped_, 0);
+  }
+  return *this;
+}
+
+ByteBuffer::~ByteBuffer() {
+  release();
+}
+
+void ByteBuffer::release() noexcept {
+  if (data_ == nullptr) return;
+  if (mapped_ != 0) {
+    mapping_cache().put(data_, mapped_);
+  } else {
+    ::operator delete(data_, buffer_alignment);
+  }
+  data_ = nullptr;
+  size_ = 0;
+  mapped_ = 0;
+}
+
 TensorView::TensorView(std::span<const float> values, Shape shape_)
     : data(values.data()),
       type(ScalarType::float32),
@@ -59,7 +214,13 @@ TensorView::TensorView(std::span<const float> values, Shape shape_)
 Tensor::Tensor(ScalarType type, Shape shape)
     : type_(type),
       shape_(std::move(shape)),
-      storage_(static_cast<std::size_t>(shape_numel(shape_)) * element_size(type)) {}
+      storage_(
+          ByteBuffer::zeroed(static_cast<std::size_t>(shape_numel(shape_)) * element_size(type))) {}
+
+Tensor Tensor::uninitialized(ScalarType type, Shape shape) {
+  const auto bytes = static_cast<std::size_t>(shape_numel(shape)) * element_size(type);
+  return Tensor(type, std::move(shape), ByteBuffer::uninitialized(bytes));
+}
 
 Tensor Tensor::from_floats(std::vector<float> values, Shape shape) {
   const TensorView view(values, std::move(shape));
@@ -67,7 +228,7 @@ Tensor Tensor::from_floats(std::vector<float> values, Shape shape) {
 }
 
 Tensor Tensor::copy_of(const TensorView& view) {
-  Tensor tensor(view.type, view.shape);
+  Tensor tensor = uninitialized(view.type, view.shape);
   if (tensor.nbytes() != 0) std::memcpy(tensor.data(), view.data, tensor.nbytes());
   return tensor;
 }

@@ -375,8 +375,7 @@ QuantizedTensor load_quantized_tensor(const SafetensorsFile& file,
                               static_cast<std::int32_t>(s.qdtype.symmetric_zero_point()));
   }
   const std::span<const std::byte> bytes = file.bytes(codes);
-  std::vector<std::uint8_t> storage(bytes.size());
-  if (!bytes.empty()) std::memcpy(storage.data(), bytes.data(), bytes.size());
+  ByteBuffer storage(std::span(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()));
   try {
     return QuantizedTensor(layout.shape, std::move(qparams), std::move(storage));
   } catch (const Error& e) {

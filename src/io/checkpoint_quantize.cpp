@@ -143,7 +143,7 @@ class Job {
     if (options_.on_tensor) {
       options_.on_tensor(
           entry.name, x,
-          QuantizedTensor(x.shape, qparams, std::vector<std::uint8_t>(codes.begin(), codes.end())));
+          QuantizedTensor(x.shape, qparams, ByteBuffer(std::span<const std::uint8_t>(codes))));
     }
     in_.release_pages(entry);
     Pending out;

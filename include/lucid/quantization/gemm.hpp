@@ -134,8 +134,9 @@ struct RequantizedOutput {
 /// C[M, N] = (A − z_A) · Wᵀ through the given output stage (equations at the
 /// top of this file). A's K is w.columns(); C has w.rows() columns. Uses the
 /// active kernel tier and num_threads() threads for large products; results
-/// never depend on either. Throws Error (and writes nothing) for null
-/// pointers, a type other than uint8/int8, row strides smaller than the row,
+/// never depend on either. M = 0 (an empty batch) is valid and writes
+/// nothing. Throws Error (and writes nothing) for negative M, null pointers
+/// (allowed when M = 0), a type other than uint8/int8, row strides smaller than the row,
 /// zero points outside the type, scales not finite and > 0, both biases set,
 /// or an output qdtype that is not 8-bit. Safe to call from several threads
 /// at once with distinct outputs.

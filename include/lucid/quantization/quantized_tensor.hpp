@@ -16,23 +16,25 @@ namespace lucid::quantization {
 class QuantizedTensor {
  public:
   QuantizedTensor() = default;
-  /// Wraps existing storage. Throws Error when qparams do not fit `shape` or
+  /// Takes over `storage`. Throws Error when qparams do not fit `shape` or
   /// `storage` is not exactly qparams.qdtype.storage_bytes(numel) bytes long.
-  QuantizedTensor(Shape shape, QParams qparams, std::vector<std::uint8_t> storage);
+  QuantizedTensor(Shape shape, QParams qparams, ByteBuffer storage);
+  /// As above, copying the bytes of `storage` into a ByteBuffer.
+  QuantizedTensor(Shape shape, QParams qparams, const std::vector<std::uint8_t>& storage);
 
   const Shape& shape() const { return shape_; }
   std::int64_t numel() const { return shape_numel(shape_); }
   const QParams& qparams() const { return qparams_; }
   const QDtype& qdtype() const { return qparams_.qdtype; }
   /// The raw storage bytes.
-  std::span<const std::uint8_t> storage() const { return storage_; }
+  std::span<const std::uint8_t> storage() const { return storage_.span(); }
   /// All codes unpacked to int32, row-major (PyTorch's int_repr()).
   std::vector<std::int32_t> int_repr() const;
 
  private:
   Shape shape_;
   QParams qparams_;
-  std::vector<std::uint8_t> storage_;
+  ByteBuffer storage_;
 };
 
 }  // namespace lucid::quantization

@@ -4,7 +4,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <initializer_list>
 #include <span>
 #include <string>
 #include <vector>
@@ -24,6 +23,49 @@ std::string to_string(const Shape& shape);
 /// Resolves a possibly negative axis against `rank` (-1 = last). Throws Error
 /// naming `what` when the axis is outside [-rank, rank).
 int normalize_axis(int axis, std::size_t rank, const char* what);
+
+/// Owning byte storage, 64-byte aligned; copies are deep, moves are cheap.
+///
+/// Buffers of 4 MiB and more are private anonymous mappings advised for
+/// transparent huge pages: a fresh one is faulted in (and zeroed by the OS) by
+/// whichever thread first writes each page, so a parallel kernel writing a new
+/// output touches its own pieces and nothing zero-fills it on one thread first.
+/// A freed large buffer is kept for reuse by a later uninitialized() request of
+/// a similar size (at most 2 buffers and 512 MiB in all, per process), which
+/// saves its page faults; release_cached_buffers() returns them to the OS.
+/// Smaller buffers come from the aligned operator new.
+class ByteBuffer {
+ public:
+  ByteBuffer() noexcept = default;
+  /// `size` bytes with unspecified contents, for outputs that are fully overwritten.
+  static ByteBuffer uninitialized(std::size_t size);
+  /// `size` zero bytes (large buffers are zero from the OS without a fill).
+  static ByteBuffer zeroed(std::size_t size);
+  /// A copy of `bytes`.
+  explicit ByteBuffer(std::span<const std::uint8_t> bytes);
+  ByteBuffer(const ByteBuffer& other);
+  ByteBuffer(ByteBuffer&& other) noexcept;
+  ByteBuffer& operator=(const ByteBuffer& other);
+  ByteBuffer& operator=(ByteBuffer&& other) noexcept;
+  ~ByteBuffer();
+
+  std::uint8_t* data() { return data_; }
+  const std::uint8_t* data() const { return data_; }
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  std::span<std::uint8_t> span() { return {data_, size_}; }
+  std::span<const std::uint8_t> span() const { return {data_, size_}; }
+
+ private:
+  void release() noexcept;
+
+  std::uint8_t* data_ = nullptr;
+  std::size_t size_ = 0;
+  std::size_t mapped_ = 0;  // length of the page mapping, 0 for operator new memory
+};
+
+/// Returns the large buffers ByteBuffer keeps for reuse to the OS.
+void release_cached_buffers();
 
 /// A read-only window on contiguous row-major data owned elsewhere.
 struct TensorView {
@@ -51,6 +93,9 @@ class Tensor {
   Tensor() = default;
   /// A zero-filled tensor of `type` and `shape`.
   Tensor(ScalarType type, Shape shape);
+  /// A tensor of `type` and `shape` whose elements are unspecified until written
+  /// (for outputs a kernel fully overwrites; see ByteBuffer).
+  static Tensor uninitialized(ScalarType type, Shape shape);
   /// A float32 tensor holding `values`; `shape` defaults to 1-D and must match the count.
   static Tensor from_floats(std::vector<float> values, Shape shape = {});
   /// A copy of what `view` shows.
@@ -76,9 +121,12 @@ class Tensor {
   operator TensorView() const { return view(); }  // NOLINT(google-explicit-constructor)
 
  private:
+  Tensor(ScalarType type, Shape shape, ByteBuffer storage)
+      : type_(type), shape_(std::move(shape)), storage_(std::move(storage)) {}
+
   ScalarType type_ = ScalarType::float32;
   Shape shape_;
-  std::vector<std::byte> storage_;
+  ByteBuffer storage_;
 };
 
 /// The elements of a floating-point view widened / narrowed to float32

@@ -1,5 +1,6 @@
-// AVX2 range kernels: min / max and abs-max of the finite elements, 8 lanes at a time;
-// the last n % 8 elements go to the reference kernel.
+// AVX2 range kernels: min / max and abs-max of the finite elements, 8 lanes at a time,
+// with a fast path for blocks that hold no NaN or Inf; the last n % 8 elements go to the
+// reference kernel.
 #include "kernels/avx2/kernels.hpp"
 #include "kernels/avx2/simd.hpp"
 
@@ -48,28 +49,65 @@ inline std::int64_t sum(__m256i counts) {
   return total;
 }
 
-// Non-finite lanes are replaced by +Inf for the min and -Inf for the max.
+// Elements per block of the fast loops: 8 rounds of 4 vectors.
+constexpr std::int64_t block = 8 * 4 * lanes;
+
+// The exact path over [k, end) (whole vectors): non-finite lanes are replaced by
+// +Inf for the min and -Inf for the max; returns the count of finite lanes.
 template <FloatType T>
-std::int64_t minmax__avx2(const void* x, std::int64_t n, float* min, float* max) {
+__m256i minmax_exact(const void* x, std::int64_t k, std::int64_t end, __m256& lo, __m256& hi,
+                     __m256i finite_count) {
   const __m256 pos_inf = _mm256_set1_ps(__builtin_inff());
   const __m256 neg_inf = _mm256_set1_ps(-__builtin_inff());
-  __m256 lo = _mm256_set1_ps(*min);
-  __m256 hi = _mm256_set1_ps(*max);
-  __m256i finite_count = _mm256_setzero_si256();
-  std::int64_t k = 0;
-  for (; k + lanes <= n; k += lanes) {
+  for (; k < end; k += lanes) {
     const __m256 v = load8<T>(x, k);
     const __m256 finite = finite_lanes(v);
     lo = _mm256_min_ps(lo, _mm256_blendv_ps(pos_inf, v, finite));
     hi = _mm256_max_ps(hi, _mm256_blendv_ps(neg_inf, v, finite));
     finite_count = count_finite(finite_count, finite);
   }
+  return finite_count;
+}
+
+// Whole blocks take a plain min / max over four accumulators per bound, plus
+// v * 0 summed into `bad` (0 for finite v, NaN for Inf or NaN); a block whose
+// sum is NaN is re-run on the exact path (as in the AVX-512 kernel).
+template <FloatType T>
+std::int64_t minmax__avx2(const void* x, std::int64_t n, float* min, float* max) {
+  __m256 lo = _mm256_set1_ps(*min);
+  __m256 hi = _mm256_set1_ps(*max);
+  const __m256 zero = _mm256_setzero_ps();
+  __m256i finite_count = _mm256_setzero_si256();
+  std::int64_t fast = 0;  // elements counted finite by the fast path
+  std::int64_t k = 0;
+  for (; k + block <= n; k += block) {
+    __m256 l[4] = {lo, lo, lo, lo}, h[4] = {hi, hi, hi, hi}, bad[4] = {zero, zero, zero, zero};
+    for (std::int64_t j = k; j < k + block; j += 4 * lanes) {
+      for (int a = 0; a < 4; ++a) {
+        __m256 v = load8<T>(x, j + a * lanes);
+        asm("" : "+x"(v));  // one load into a register, not three memory operands
+        l[a] = _mm256_min_ps(l[a], v);
+        h[a] = _mm256_max_ps(h[a], v);
+        bad[a] = _mm256_fmadd_ps(v, zero, bad[a]);
+      }
+    }
+    const __m256 sum = _mm256_add_ps(_mm256_add_ps(bad[0], bad[1]), _mm256_add_ps(bad[2], bad[3]));
+    if (_mm256_movemask_ps(_mm256_cmp_ps(sum, sum, _CMP_UNORD_Q)) == 0) {
+      lo = _mm256_min_ps(_mm256_min_ps(l[0], l[1]), _mm256_min_ps(l[2], l[3]));
+      hi = _mm256_max_ps(_mm256_max_ps(h[0], h[1]), _mm256_max_ps(h[2], h[3]));
+      fast += block;
+    } else {
+      finite_count = minmax_exact<T>(x, k, k + block, lo, hi, finite_count);
+    }
+  }
+  const std::int64_t vectors_end = n - n % lanes;
+  finite_count = minmax_exact<T>(x, k, vectors_end, lo, hi, finite_count);
   *min = horizontal_min(lo);
   *max = horizontal_max(hi);
-  const std::int64_t nonfinite = k - sum(finite_count);
-  if (k == n) return nonfinite;
-  return nonfinite +
-         reference_table().minmax[static_cast<int>(T)](input_at<T>(x, k), n - k, min, max);
+  const std::int64_t nonfinite = vectors_end - fast - sum(finite_count);
+  if (vectors_end == n) return nonfinite;
+  return nonfinite + reference_table().minmax[static_cast<int>(T)](input_at<T>(x, vectors_end),
+                                                                   n - vectors_end, min, max);
 }
 
 template <FloatType T>
@@ -93,23 +131,57 @@ std::int64_t minmax_vec__avx2(const void* x, std::int64_t n, float* mins, float*
                                                                        mins + k, maxs + k);
 }
 
-// Non-finite lanes contribute 0, which never raises an abs-max.
+// The exact path for abs_max over [k, end): non-finite lanes contribute 0, which
+// never raises an abs-max; returns the count of finite lanes.
 template <FloatType T>
-std::int64_t abs_max__avx2(const void* x, std::int64_t n, float* abs_max) {
-  __m256 top = _mm256_set1_ps(*abs_max);
-  __m256i finite_count = _mm256_setzero_si256();
-  std::int64_t k = 0;
-  for (; k + lanes <= n; k += lanes) {
+__m256i abs_max_exact(const void* x, std::int64_t k, std::int64_t end, __m256& top,
+                      __m256i finite_count) {
+  for (; k < end; k += lanes) {
     const __m256 v = absolute(load8<T>(x, k));
     const __m256 finite = _mm256_cmp_ps(v, _mm256_set1_ps(__builtin_inff()), _CMP_LT_OQ);
     top = _mm256_max_ps(top, _mm256_and_ps(v, finite));
     finite_count = count_finite(finite_count, finite);
   }
+  return finite_count;
+}
+
+// |x| as bits orders like |x|, with Inf above every finite value and NaN above
+// Inf: an unsigned integer max over a block is its abs-max, and a result of
+// Inf's bits or more sends the block to the exact path (as in the AVX-512 kernel).
+template <FloatType T>
+std::int64_t abs_max__avx2(const void* x, std::int64_t n, float* abs_max) {
+  __m256 top = _mm256_set1_ps(*abs_max);
+  const __m256i magnitude = _mm256_set1_epi32(0x7fffffff);
+  const __m256i below_inf = _mm256_set1_epi32(0x7f7fffff);
+  __m256i finite_count = _mm256_setzero_si256();
+  std::int64_t fast = 0;
+  std::int64_t k = 0;
+  for (; k + block <= n; k += block) {
+    __m256i t[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                    _mm256_setzero_si256()};
+    for (std::int64_t j = k; j < k + block; j += 4 * lanes) {
+      for (int a = 0; a < 4; ++a) {
+        const __m256i bits = _mm256_castps_si256(load8<T>(x, j + a * lanes));
+        t[a] = _mm256_max_epu32(t[a], _mm256_and_si256(bits, magnitude));
+      }
+    }
+    const __m256i m = _mm256_max_epu32(_mm256_max_epu32(t[0], t[1]), _mm256_max_epu32(t[2], t[3]));
+    // m <= below_inf in every lane: max(m, below_inf) == below_inf.
+    if (_mm256_testc_si256(_mm256_cmpeq_epi32(_mm256_max_epu32(m, below_inf), below_inf),
+                           _mm256_set1_epi32(-1))) {
+      top = _mm256_max_ps(top, _mm256_castsi256_ps(m));
+      fast += block;
+    } else {
+      finite_count = abs_max_exact<T>(x, k, k + block, top, finite_count);
+    }
+  }
+  const std::int64_t vectors_end = n - n % lanes;
+  finite_count = abs_max_exact<T>(x, k, vectors_end, top, finite_count);
   *abs_max = horizontal_max(top);
-  const std::int64_t nonfinite = k - sum(finite_count);
-  if (k == n) return nonfinite;
-  return nonfinite +
-         reference_table().abs_max[static_cast<int>(T)](input_at<T>(x, k), n - k, abs_max);
+  const std::int64_t nonfinite = vectors_end - fast - sum(finite_count);
+  if (vectors_end == n) return nonfinite;
+  return nonfinite + reference_table().abs_max[static_cast<int>(T)](input_at<T>(x, vectors_end),
+                                                                    n - vectors_end, abs_max);
 }
 
 template <FloatType T>

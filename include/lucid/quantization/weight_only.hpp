@@ -1,0 +1,175 @@
+// Weight-only low-bit GEMM: float activations times group-wise int4 / int8 weights decoded
+// in-kernel.
+//
+// Equations (docs/numerics.md, "Weight-only GEMM"), for x[M, K] (float32 or
+// bfloat16) and a weight W[N, K] quantized in groups of G consecutive
+// elements along K (G = K for per-channel), group j of row n holding codes q,
+// one scale s[n, j] > 0 and one integer zero point z[n, j]:
+//
+//   ŵ[n, k] = s[n, j(k)] · (q[n, k] − z[n, j(k)])            (z = 0 when symmetric)
+//   y[m, n] = bias[n] + Σ_k x[m, k] · ŵ[n, k]
+//
+// The float ŵ is never formed: the kernels accumulate Σ_k x · q per group in
+// float32 and apply the group's scale (and the zero point through Σ_k x) once
+// per group. Results are float32 and agree with the exact value within the
+// rounding bound of docs/numerics.md; they never depend on the thread count.
+// For M ≥ WeightOnlyOptions::int8_min_rows on AVX512-VNNI CPUs the default
+// (automatic) instead quantizes x per row to uint8 and multiplies exactly in
+// int32 (WeightOnlyActivations::int8_dynamic; "The int8-activation path").
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lucid/quantization/quantized_tensor.hpp"
+#include "lucid/quantization/scalar_type.hpp"
+#include "lucid/quantization/tensor.hpp"
+
+namespace lucid::quantization {
+
+/// How the group scales are stored (the codes' arithmetic is float32 either way).
+enum class ScaleType : std::uint8_t { f32, bf16 };
+
+/// "f32" / "bf16".
+std::string to_string(ScaleType type);
+
+/// A group-wise weight format.
+/// - bits: 4 or 8.
+/// - group_size: 32, 64, 128 or 256 elements along K, or 0 for per-channel
+///   (one group spanning all of K). When K is not a multiple of group_size the
+///   last group of every row is shorter (ragged), as QParams::per_group does.
+/// - symmetric: codes on the signed grid (qint4 [-8, 7] / qint8 [-128, 127])
+///   with zero point 0; otherwise affine on the unsigned grid (quint4 [0, 15]
+///   / quint8 [0, 255]) with one zero point per group.
+/// - scale_type: f32, or bf16 (scales rounded to bfloat16 *before* the codes
+///   are chosen, so the codes fit the stored scale).
+struct WeightOnlyFormat {
+  int bits = 4;
+  std::int64_t group_size = 128;
+  bool symmetric = true;
+  ScaleType scale_type = ScaleType::f32;
+
+  /// Throws Error naming the field, its value and the accepted values.
+  void validate() const;
+  /// "int4 g128 symmetric f32-scales", for messages and reports.
+  std::string describe() const;
+  bool operator==(const WeightOnlyFormat&) const = default;
+};
+
+/// A weight W[N, K] in a WeightOnlyFormat, packed once into the layout the
+/// kernels stream (docs/formats.md, "Weight-only group formats": panels of 16
+/// output channels, each group's codes followed by its scales and zero
+/// points). Treat the layout as opaque. Immutable once built: one object may
+/// serve many threads at once; copies share the packed bytes.
+class PackedWeightsLowBit {
+ public:
+  PackedWeightsLowBit() = default;
+
+  /// Quantizes a float32 weight W[N, K] (row n at w + n · row_stride) with the
+  /// core's per-group min/max qparams (calculate_qparams per group, eps =
+  /// default_eps; bf16 scales rounded before the codes are computed) and packs
+  /// it. Throws Error when n or k < 1, row_stride < k, w is null, the format is
+  /// invalid, or a weight is not finite (naming row and column).
+  static PackedWeightsLowBit quantize(const float* w, std::int64_t n, std::int64_t k,
+                                      std::int64_t row_stride, const WeightOnlyFormat& format);
+
+  /// Packs an existing quantized weight of shape [N, K]: qdtype qint4 / quint4
+  /// / qint8 / quint8 (custom ranges inside them allowed), qparams per-group
+  /// along axis 1 with group_size 32 / 64 / 128 / 256, or per-channel along
+  /// axis 0. symmetric is true when every zero point is 0 on a signed grid.
+  /// Scales are kept as float32. Throws Error naming what does not fit.
+  static PackedWeightsLowBit from_quantized(const QuantizedTensor& weight);
+
+  /// The weight as a QuantizedTensor [N, K] (per_group along axis 1, or
+  /// per_channel along axis 0 for group_size 0): codes and parameters exactly
+  /// as packed (bf16 scales widened exactly to float32).
+  QuantizedTensor to_quantized() const;
+
+  std::int64_t rows() const;     ///< N, output channels
+  std::int64_t columns() const;  ///< K, the reduction depth
+  const WeightOnlyFormat& format() const;
+  /// Groups per row: ceil(K / group_size), 1 for per-channel.
+  std::int64_t groups_per_row() const;
+  /// Bytes the kernels stream for one product: codes, scales, zero points and padding.
+  std::size_t packed_bytes() const;
+  /// The integer codes back, row-major [N, K], on the format's grid.
+  std::vector<std::int32_t> codes() const;
+  /// Scales row-major [N, groups_per_row()] (as float32).
+  std::vector<float> scales() const;
+  /// Zero points row-major [N, groups_per_row()] (all 0 when symmetric).
+  std::vector<std::int32_t> zero_points() const;
+  /// ŵ = s · (q − z) as float32 row-major [N, K] (for tests; the kernels never form it).
+  std::vector<float> decode() const;
+
+  /// Internal: the packed representation the kernels read.
+  struct Layout;
+  const Layout& layout() const;
+
+ private:
+  std::shared_ptr<const Layout> layout_;
+};
+
+/// Which arithmetic weight_only_gemm uses for the activations
+/// (docs/numerics.md, "Weight-only GEMM", "The int8-activation path").
+/// - float32: x in float32 (bf16 widened exactly), float FMAs; the result
+///   carries only the weight's quantization error.
+/// - int8_dynamic: each row of x quantized dynamically to uint8 (per-row
+///   affine, calculate_qparams on the row's min/max, as gemm_dynamic does),
+///   the weight codes decoded to int8 and multiplied exactly in int32
+///   (AVX-512 VNNI), group scales applied in float32. The result also carries
+///   the activation-quantization error (≈ s_x² / 12 per element). The same
+///   bits on every tier: tiers without a VNNI kernel run the reference one
+///   (slow). Throws Error for non-finite x; needs every group ≤ 65536 long.
+/// - automatic: int8_dynamic when M ≥ int8_min_rows, the active tier is
+///   AVX-512 on a CPU with AVX512-VNNI, every group is ≤ 65536 long and x is
+///   finite; float32 otherwise.
+enum class WeightOnlyActivations : std::uint8_t { float32, int8_dynamic, automatic };
+
+/// "float32" / "int8_dynamic" / "automatic".
+std::string to_string(WeightOnlyActivations activations);
+
+struct WeightOnlyOptions {
+  WeightOnlyActivations activations = WeightOnlyActivations::automatic;
+  /// The smallest M for which `automatic` picks int8_dynamic (measured
+  /// crossover, docs/numerics.md).
+  static constexpr std::int64_t int8_min_rows = 16;
+};
+
+/// The path weight_only_gemm takes for m rows of finite x (float32 or
+/// int8_dynamic; never automatic), for tests and reports.
+WeightOnlyActivations resolve_activations(const WeightOnlyOptions& options, std::int64_t m,
+                                          const PackedWeightsLowBit& w);
+
+/// y[M, N] = x[M, K] · ŵᵀ + bias (equations at the top of this file).
+/// x: row m at x + m · x_row_stride elements, of `x_type` float32 or bfloat16;
+/// K = w.columns(), N = w.rows(). bias: N floats or null. y: float32, row m at
+/// y + m · y_row_stride. M = 0 is a no-op. float32 path: M ≤ 8 streams the
+/// weights once (GEMV path); larger M reuses each decoded panel across rows.
+/// int8_dynamic path: each 48-channel tile is decoded to int8 once per call.
+/// Uses the active kernel tier and num_threads() threads (split over output
+/// channels, never over K). Throws Error (and writes nothing) for null
+/// pointers, m < 0, strides smaller than a row, an empty w, or an x_type
+/// other than float32 / bfloat16. Non-finite x propagates as IEEE arithmetic
+/// does. Safe to call from several threads at once with distinct outputs.
+/// `options` picks the activation arithmetic (WeightOnlyActivations; the
+/// default, automatic, keeps float32 for M below int8_min_rows).
+void weight_only_gemm(const void* x, ScalarType x_type, std::int64_t m, std::int64_t x_row_stride,
+                      const PackedWeightsLowBit& w, const float* bias, float* y,
+                      std::int64_t y_row_stride, const WeightOnlyOptions& options = {});
+
+/// The float32 form of weight_only_gemm.
+inline void weight_only_gemm(const float* x, std::int64_t m, std::int64_t x_row_stride,
+                             const PackedWeightsLowBit& w, const float* bias, float* y,
+                             std::int64_t y_row_stride, const WeightOnlyOptions& options = {}) {
+  weight_only_gemm(x, ScalarType::float32, m, x_row_stride, w, bias, y, y_row_stride, options);
+}
+
+/// Tensor convenience: x is float32 or bfloat16 [..., K] (rank ≥ 1); returns
+/// float32 [..., N]. `bias`, when given, is float32 [N]. Throws Error naming
+/// the argument and shape that do not fit.
+Tensor weight_only_linear(const TensorView& x, const PackedWeightsLowBit& w,
+                          const TensorView* bias = nullptr, const WeightOnlyOptions& options = {});
+
+}  // namespace lucid::quantization

@@ -1,0 +1,119 @@
+// gemm(): validation of activations, weights and outputs, then the driver with the chosen output
+// stage.
+#include "lucid/quantization/gemm.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "gemm/driver.hpp"
+#include "gemm/output_stage.hpp"
+#include "lucid/quantization/error.hpp"
+
+namespace lucid::quantization {
+namespace {
+
+constexpr const char* what = "gemm";
+
+void check_scale(const char* name, float scale) {
+  if (!(std::isfinite(scale) && scale > 0.0f)) {
+    throw Error(std::string(what) + ": " + name + " = " + std::to_string(scale) +
+                " (expected a finite value > 0)");
+  }
+}
+
+// C may be null only when M = 0 (nothing is written then).
+void check_output(const void* data, std::int64_t row_stride, std::int64_t n, std::int64_t m) {
+  if (data == nullptr && m > 0) {
+    throw Error(std::string(what) + ": c.data is null (expected M · N outputs)");
+  }
+  if (row_stride < n) {
+    throw Error(std::string(what) + ": c.row_stride = " + std::to_string(row_stride) +
+                " (expected >= N = " + std::to_string(n) + ")");
+  }
+}
+
+// Validates A against W and returns it as the kernels read it; `zero_point`
+// receives the effective zero point (z + 128 for int8 codes).
+igemm::ActivationRows check_activations(const ActivationMatrix& a, const PackedWeightsInt8& w,
+                                        std::int32_t& zero_point) {
+  const std::int64_t k = w.columns();  // throws for empty weights
+  if (a.data == nullptr && a.rows > 0) {
+    throw Error(std::string(what) + ": a.data is null (expected M · K codes)");
+  }
+  if (a.type != ScalarType::uint8 && a.type != ScalarType::int8) {
+    throw Error(std::string(what) + ": a.type = " + to_string(a.type) +
+                " (expected uint8 or int8)");
+  }
+  if (a.rows < 0) {
+    throw Error(std::string(what) + ": a.rows = " + std::to_string(a.rows) + " (expected >= 0)");
+  }
+  if (a.row_stride < k) {
+    throw Error(std::string(what) + ": a.row_stride = " + std::to_string(a.row_stride) +
+                " (expected >= K = " + std::to_string(k) + ")");
+  }
+  const bool flip = a.type == ScalarType::int8;
+  const std::int32_t low = flip ? -128 : 0;
+  if (a.zero_point < low || a.zero_point > low + 255) {
+    throw Error(std::string(what) + ": a.zero_point = " + std::to_string(a.zero_point) +
+                " is outside " + to_string(a.type) + " [" + std::to_string(low) + ", " +
+                std::to_string(low + 255) + "]");
+  }
+  zero_point = a.zero_point + (flip ? 128 : 0);
+  igemm::ActivationRows rows;
+  rows.data = static_cast<const std::uint8_t*>(a.data);
+  rows.stride = a.row_stride;
+  rows.rows = a.rows;
+  rows.flip = flip;
+  rows.zero_points = &zero_point;
+  return rows;
+}
+
+}  // namespace
+
+void gemm(const ActivationMatrix& a, const PackedWeightsInt8& w, const Int32Output& c) {
+  std::int32_t zero_point = 0;
+  const igemm::ActivationRows rows = check_activations(a, w, zero_point);
+  check_output(c.data, c.row_stride, w.rows(), a.rows);
+  igemm::run_gemm(rows, w.layout(), igemm::gemm_kernel(), igemm::Int32Stage(c));
+}
+
+void gemm(const ActivationMatrix& a, const PackedWeightsInt8& w, const FloatOutput& c) {
+  std::int32_t zero_point = 0;
+  const igemm::ActivationRows rows = check_activations(a, w, zero_point);
+  check_scale("a.scale", a.scale);
+  check_output(c.data, c.row_stride, w.rows(), a.rows);
+  igemm::run_gemm(rows, w.layout(), igemm::gemm_kernel(),
+                  igemm::FloatStage(c, &a.scale, false, w.scales().data()));
+}
+
+void gemm(const ActivationMatrix& a, const PackedWeightsInt8& w, const RequantizedOutput& c) {
+  std::int32_t zero_point = 0;
+  const igemm::ActivationRows rows = check_activations(a, w, zero_point);
+  check_scale("a.scale", a.scale);
+  check_output(c.data, c.row_stride, w.rows(), a.rows);
+  check_scale("c.scale", c.scale);
+  if (c.qdtype.bits() != 8) {
+    throw Error(std::string(what) + ": c.qdtype = " + c.qdtype.name() +
+                " (expected an 8-bit grid: qint8 or quint8)");
+  }
+  if (c.zero_point < c.qdtype.quant_min() || c.zero_point > c.qdtype.quant_max()) {
+    throw Error(std::string(what) + ": c.zero_point = " + std::to_string(c.zero_point) +
+                " is outside " + c.qdtype.name());
+  }
+  if (c.bias != nullptr && c.bias_int32 != nullptr) {
+    throw Error(std::string(what) +
+                ": both c.bias and c.bias_int32 are set (expected at most one bias)");
+  }
+  if (c.bias != nullptr) {
+    for (std::int64_t n = 0; n < w.rows(); ++n) {
+      if (!std::isfinite(c.bias[n])) {
+        throw Error(std::string(what) + ": c.bias[" + std::to_string(n) +
+                    "] = " + std::to_string(c.bias[n]) + " (expected finite values)");
+      }
+    }
+  }
+  igemm::run_gemm(rows, w.layout(), igemm::gemm_kernel(),
+                  igemm::RequantizeStage(c, a.scale, w.layout().scales));
+}
+
+}  // namespace lucid::quantization

@@ -1,0 +1,36 @@
+// Internal: the packed representation behind PackedWeightsInt8 (docs/formats.md).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "gemm/gemm_kernels.hpp"
+#include "lucid/quantization/gemm.hpp"
+
+namespace lucid::quantization {
+
+/// W[N, K] cut into ceil(N / 16) panels of 16 output channels (the last padded
+/// with zero channels). A panel holds ceil(K / 4) groups of 64 bytes; group g
+/// stores W[16p + c][4g + j] at byte 4c + j (zero past K): the operand of one
+/// vpdpbusd with a broadcast 4-byte activation.
+struct PackedWeightsInt8::Layout {
+  /// One 64-byte group; vectors of them are 64-byte aligned.
+  struct alignas(64) Group {
+    std::int8_t bytes[64];
+  };
+
+  std::int64_t n = 0;
+  std::int64_t k = 0;
+  std::int64_t panels = 0;  // ceil(n / 16)
+  bool per_channel = false;
+  std::vector<float> scales;              // n (a per-tensor scale repeated)
+  std::vector<std::int32_t> column_sums;  // panels · 16, zero for padding channels
+  std::vector<Group> groups;              // panels · ceil(k / 4)
+
+  std::int64_t groups_per_panel() const { return (k + 3) / 4; }
+  const std::int8_t* panel(std::int64_t p) const {
+    return groups[static_cast<std::size_t>(p * groups_per_panel())].bytes;
+  }
+};
+
+}  // namespace lucid::quantization

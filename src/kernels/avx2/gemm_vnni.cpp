@@ -1,0 +1,68 @@
+// AVX-VNNI GEMM kernel (256-bit vpdpbusd): 4 rows × 1 panel (16 channels) per micro-tile.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "gemm/gemm_kernels.hpp"
+
+namespace lucid::quantization::kernels {
+namespace {
+
+constexpr int max_rows = 4;
+
+// Four codes of a row (zero-padded past `count`, never read past the row), flipped for int8.
+inline __m256i broadcast_codes(const std::uint8_t* p, std::int64_t count, std::uint32_t flip) {
+  std::uint32_t v = 0;
+  std::memcpy(&v, p, static_cast<std::size_t>(count));
+  return _mm256_set1_epi32(static_cast<int>(v ^ flip));
+}
+
+template <int R>
+void micro_tile(const igemm::GemmBlock& b, std::int64_t row, const std::int8_t* panel,
+                const std::int32_t* column_sums, std::int32_t* acc) {
+  const std::uint32_t flip = b.flip ? 0x80808080u : 0u;
+  __m256i c[R][2];
+  for (int r = 0; r < R; ++r)
+    c[r][0] = c[r][1] = _mm256_setzero_si256();
+  const std::uint8_t* a = b.a + row * b.a_stride;
+  const std::int64_t groups = (b.k + 3) / 4;
+  for (std::int64_t g = 0; g < groups; ++g) {
+    const auto* wg = reinterpret_cast<const __m256i*>(panel + g * 64);
+    const __m256i w0 = _mm256_load_si256(wg);
+    const __m256i w1 = _mm256_load_si256(wg + 1);
+    const std::int64_t count = std::min<std::int64_t>(4, b.k - 4 * g);
+    for (int r = 0; r < R; ++r) {
+      const __m256i av = broadcast_codes(a + r * b.a_stride + 4 * g, count, flip);
+      c[r][0] = _mm256_dpbusd_avx_epi32(c[r][0], av, w0);
+      c[r][1] = _mm256_dpbusd_avx_epi32(c[r][1], av, w1);
+    }
+  }
+  for (int h = 0; h < 2; ++h) {
+    const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(column_sums + 8 * h));
+    for (int r = 0; r < R; ++r) {
+      const __m256i z = _mm256_set1_epi32(b.zero_points[row + r]);
+      const __m256i v = _mm256_sub_epi32(c[r][h], _mm256_mullo_epi32(z, sums));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + r * b.acc_stride + 8 * h), v);
+    }
+  }
+}
+
+}  // namespace
+
+void gemm_avx_vnni(const igemm::GemmBlock& b) {
+  using Fn = void (*)(const igemm::GemmBlock&, std::int64_t, const std::int8_t*,
+                      const std::int32_t*, std::int32_t*);
+  static constexpr Fn by_rows[max_rows] = {micro_tile<1>, micro_tile<2>, micro_tile<3>,
+                                           micro_tile<4>};
+  const std::int64_t panel_stride = igemm::panel_bytes(b.k);
+  for (std::int64_t p = 0; p < b.panel_count; ++p) {
+    const std::int8_t* panel = b.panels + p * panel_stride;
+    for (std::int64_t row = 0; row < b.rows; row += max_rows) {
+      const std::int64_t rows = std::min<std::int64_t>(max_rows, b.rows - row);
+      by_rows[rows - 1](b, row, panel, b.column_sums + 16 * p, b.acc + row * b.acc_stride + 16 * p);
+    }
+  }
+}
+
+}  // namespace lucid::quantization::kernels

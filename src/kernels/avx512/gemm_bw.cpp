@@ -1,0 +1,73 @@
+// AVX-512BW GEMM kernel for CPUs without VNNI: bytes widened to int16, exact vpmaddwd on zmm.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "gemm/gemm_kernels.hpp"
+
+namespace lucid::quantization::kernels {
+namespace {
+
+constexpr int max_rows = 6;  // rows per micro-tile, each against one 16-channel panel
+
+// Four codes of a row (zero-padded past `count`, never read past the row), flipped
+// for int8, widened to 4 × int16 and repeated in every 64-bit lane.
+inline __m512i broadcast_codes(const std::uint8_t* p, std::int64_t count, std::uint32_t flip) {
+  std::uint32_t v = 0;
+  std::memcpy(&v, p, static_cast<std::size_t>(count));
+  const __m128i wide = _mm_cvtepu8_epi16(_mm_cvtsi32_si128(static_cast<int>(v ^ flip)));
+  return _mm512_broadcastq_epi64(wide);
+}
+
+template <int R>
+void micro_tile(const igemm::GemmBlock& b, std::int64_t row, const std::int8_t* panel,
+                const std::int32_t* column_sums, std::int32_t* acc) {
+  const std::uint32_t flip = b.flip ? 0x80808080u : 0u;
+  // c[r][h]: channels 8h..8h+7 as (k0·w0 + k1·w1, k2·w2 + k3·w3) pairs.
+  __m512i c[R][2];
+  for (int r = 0; r < R; ++r)
+    c[r][0] = c[r][1] = _mm512_setzero_si512();
+  const std::uint8_t* a = b.a + row * b.a_stride;
+  const std::int64_t groups = (b.k + 3) / 4;
+  for (std::int64_t g = 0; g < groups; ++g) {
+    const auto* wg = reinterpret_cast<const __m256i*>(panel + g * 64);
+    const __m512i w0 = _mm512_cvtepi8_epi16(_mm256_load_si256(wg));
+    const __m512i w1 = _mm512_cvtepi8_epi16(_mm256_load_si256(wg + 1));
+    const std::int64_t count = std::min<std::int64_t>(4, b.k - 4 * g);
+    for (int r = 0; r < R; ++r) {
+      const __m512i av = broadcast_codes(a + r * b.a_stride + 4 * g, count, flip);
+      c[r][0] = _mm512_add_epi32(c[r][0], _mm512_madd_epi16(av, w0));
+      c[r][1] = _mm512_add_epi32(c[r][1], _mm512_madd_epi16(av, w1));
+    }
+  }
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+  const __m512i sums = _mm512_loadu_si512(column_sums);
+  for (int r = 0; r < R; ++r) {
+    const __m512i total = _mm512_add_epi32(_mm512_permutex2var_epi32(c[r][0], even, c[r][1]),
+                                           _mm512_permutex2var_epi32(c[r][0], odd, c[r][1]));
+    const __m512i z = _mm512_set1_epi32(b.zero_points[row + r]);
+    _mm512_storeu_si512(acc + r * b.acc_stride,
+                        _mm512_sub_epi32(total, _mm512_mullo_epi32(z, sums)));
+  }
+}
+
+}  // namespace
+
+void gemm_avx512_bw(const igemm::GemmBlock& b) {
+  using Fn = void (*)(const igemm::GemmBlock&, std::int64_t, const std::int8_t*,
+                      const std::int32_t*, std::int32_t*);
+  static constexpr Fn by_rows[max_rows] = {micro_tile<1>, micro_tile<2>, micro_tile<3>,
+                                           micro_tile<4>, micro_tile<5>, micro_tile<6>};
+  const std::int64_t panel_stride = igemm::panel_bytes(b.k);
+  for (std::int64_t p = 0; p < b.panel_count; ++p) {
+    const std::int8_t* panel = b.panels + p * panel_stride;
+    for (std::int64_t row = 0; row < b.rows; row += max_rows) {
+      const std::int64_t rows = std::min<std::int64_t>(max_rows, b.rows - row);
+      by_rows[rows - 1](b, row, panel, b.column_sums + 16 * p, b.acc + row * b.acc_stride + 16 * p);
+    }
+  }
+}
+
+}  // namespace lucid::quantization::kernels

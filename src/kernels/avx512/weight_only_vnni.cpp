@@ -1,0 +1,257 @@
+// AVX-512 VNNI int8-activation weight-only kernel: int4 / int8 codes decoded to int8, vpdpbusd.
+//
+// Each tile of 3 panels (48 channels) is first decoded to int8 into a scratch buffer (k_padded ·
+// 48 bytes), once for all M rows; then 8 rows at a time run over it with 24 int32
+// accumulators named one by one (GCC spills an array of them). Per group j the
+// accumulators restart from 0, take Σ_{k in j} xq · w8 exactly (vpdpbusd,
+// u8 × s8, wrapping int32 adds: the true sum fits for groups ≤ 65536), and are
+// flushed into float accumulators kept in a small stack tile, in exactly the
+// order of int8_panels_reference (src/kernels/reference/weight_only.cpp):
+//   acc = fma(s, float(dot), acc); affine: acc = fnmadd(fl(s · zw), X'[r, j], acc)
+// and after the last group acc = fnmadd(z_x, C, acc), y = fma(s_x, acc, bias).
+// int4 decode: the 16 dwords of a block hold 8 codes of one channel each; the
+// low nibbles of the 4 bytes are codes 0, 2, 4, 6 and the high nibbles 1, 3, 5,
+// 7, which is the order the driver stages xq in, so and / shift / and (plus one
+// vpshufb table for the signed grid) is the whole decode. int8 decode: a block
+// is 4 k × 16 channels, transposed to 16 channels × 4 k by vpermd + vpshufb.
+// Rows and panels past the end are computed on clamped pointers and not stored.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <new>
+
+#include "weight_only/kernels.hpp"
+
+namespace lucid::quantization::weight_only {
+namespace {
+
+constexpr int tile_rows = 8;
+constexpr int tile_panels = 3;
+// Bytes ahead of the block being decoded that each step asks the prefetcher for (the packed
+// weights stream from memory once per call).
+constexpr std::int64_t prefetch_bytes = 2048;
+
+inline std::int32_t load4(const std::uint8_t* p) {
+  std::int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+struct Aligned {
+  void operator()(std::uint8_t* p) const { ::operator delete[](p, std::align_val_t{64}); }
+};
+
+inline __m512 load_scales(const PackedView& v, const std::uint8_t* meta) {
+  if (v.bf16_scales) {
+    const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(meta));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+  }
+  return _mm512_loadu_ps(reinterpret_cast<const float*>(meta));
+}
+
+// Decodes panels [panel0, panel0 + 3) (clamped to `panels`) into `scratch`: per panel
+// k_padded / 4 vectors of 64 bytes, vector i holding 16 channels × 4 int8 codes in the order of
+// staged activation bytes [4i, 4i + 4) (for int4: the low nibbles, then the high nibbles, of
+// each 8-code block; for int8: the block transposed to channel-major).
+template <int Bits, bool Symmetric>
+void decode_tile(const PackedView& v, std::int64_t panel0, int panels, std::uint8_t* scratch) {
+  const __m512i nibble = _mm512_set1_epi8(0x0f);
+  // Signed int4: nibble n -> (n ^ 8) - 8.
+  const __m512i sign_table =
+      _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1));
+  // int8 block transpose: dword 4L + t <- dword 4t + L, then bytes 4i + t <- 4t + i per lane.
+  const __m512i dword_order =
+      _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  const __m512i byte_order =
+      _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  const std::int64_t panel_vectors = v.k_padded / 4;
+  for (int p = 0; p < tile_panels; ++p) {
+    const std::int64_t panel = panel0 + std::min(p, panels - 1);
+    auto* out = reinterpret_cast<__m512i*>(scratch) + p * panel_vectors;
+    for (std::int64_t j = 0; j < v.groups; ++j) {
+      const std::uint8_t* rec = v.record(panel, j);
+      const std::int64_t len = v.padded_length(j);
+      __m512i* dst = out + j * v.group_length / 4;
+      if constexpr (Bits == 4) {
+        for (std::int64_t b = 0; b < len / 8; ++b) {
+          _mm_prefetch(reinterpret_cast<const char*>(rec + 64 * b + prefetch_bytes), _MM_HINT_T0);
+          const __m512i q = _mm512_load_si512(rec + 64 * b);
+          __m512i lo = _mm512_and_si512(q, nibble);
+          __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), nibble);
+          if constexpr (Symmetric) {
+            lo = _mm512_shuffle_epi8(sign_table, lo);
+            hi = _mm512_shuffle_epi8(sign_table, hi);
+          }
+          _mm512_store_si512(dst + 2 * b, lo);
+          _mm512_store_si512(dst + 2 * b + 1, hi);
+        }
+      } else {
+        for (std::int64_t b = 0; b < len / 4; ++b) {
+          _mm_prefetch(reinterpret_cast<const char*>(rec + 64 * b + prefetch_bytes), _MM_HINT_T0);
+          __m512i t = _mm512_shuffle_epi8(
+              _mm512_permutexvar_epi32(dword_order, _mm512_load_si512(rec + 64 * b)), byte_order);
+          if constexpr (!Symmetric) t = _mm512_xor_si512(t, flip);  // int8_lane: u − 128
+          _mm512_store_si512(dst + b, t);
+        }
+      }
+    }
+  }
+}
+
+#define LUCIDQ_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+
+// dot[r][16p + c] = Σ_i xq_r[4i .. 4i + 4) · w_p[i] over `count` vectors, for 8 rows and 3
+// panels. A function of its own with one named accumulator per (row, panel) and a single loop,
+// the shape in which GCC keeps all 24 in registers (as gemm_vnni.cpp does). (Measured: doing
+// the group's float flush in here as well makes GCC spill the loop, 25 % slower.)
+__attribute__((noinline)) void group_dot(const std::uint8_t* const* rows, std::int64_t offset,
+                                         const std::uint8_t* w0, std::int64_t panel_bytes,
+                                         std::int64_t count, std::int32_t* dot) {
+  const std::uint8_t* w1 = w0 + panel_bytes;
+  const std::uint8_t* w2 = w1 + panel_bytes;
+#define LUCIDQ_DECLARE(r)                                                         \
+  __m512i c##r##0 = _mm512_setzero_si512(), c##r##1 = c##r##0, c##r##2 = c##r##0; \
+  const std::uint8_t* a##r = rows[r] + offset;
+  LUCIDQ_ROWS(LUCIDQ_DECLARE)
+#undef LUCIDQ_DECLARE
+#define LUCIDQ_STEP(r)                                 \
+  {                                                    \
+    const __m512i av = _mm512_set1_epi32(load4(a##r)); \
+    c##r##0 = _mm512_dpbusd_epi32(c##r##0, av, v0);    \
+    c##r##1 = _mm512_dpbusd_epi32(c##r##1, av, v1);    \
+    c##r##2 = _mm512_dpbusd_epi32(c##r##2, av, v2);    \
+    a##r += 4;                                         \
+  }
+#pragma GCC unroll 2
+  for (; count > 0; --count) {
+    const __m512i v0 = _mm512_load_si512(w0);
+    const __m512i v1 = _mm512_load_si512(w1);
+    const __m512i v2 = _mm512_load_si512(w2);
+    w0 += 64;
+    w1 += 64;
+    w2 += 64;
+    LUCIDQ_ROWS(LUCIDQ_STEP)
+  }
+#undef LUCIDQ_STEP
+#define LUCIDQ_STORE(r)                           \
+  _mm512_store_si512(dot + 48 * r, c##r##0);      \
+  _mm512_store_si512(dot + 48 * r + 16, c##r##1); \
+  _mm512_store_si512(dot + 48 * r + 32, c##r##2);
+  LUCIDQ_ROWS(LUCIDQ_STORE)
+#undef LUCIDQ_STORE
+}
+
+// One tile: rows [row0, row0 + rows) × the decoded panels [panel0, panel0 + panels), rows ≤ 8.
+template <bool Symmetric, int Bits>
+void tile(const Int8Args& a, const std::uint8_t* scratch, std::int64_t panel0, int panels,
+          std::int64_t row0, int rows) {
+  const PackedView& v = a.w;
+  const std::int64_t p1 = panel0 + std::min(1, panels - 1);
+  const std::int64_t p2 = panel0 + std::min(2, panels - 1);
+  const std::int64_t panel_bytes = v.k_padded / 4 * 64;
+  alignas(64) float facc[tile_rows][tile_panels * 16] = {};
+  alignas(64) std::int32_t dot[tile_rows][tile_panels * 16];
+  const std::uint8_t* row_ptr[tile_rows];
+  for (int r = 0; r < tile_rows; ++r)
+    row_ptr[r] = a.xq + (row0 + std::min(r, rows - 1)) * a.xq_stride;
+  for (std::int64_t j = 0; j < v.groups; ++j) {
+    const std::int64_t len = v.padded_length(j);
+    const std::int64_t k0 = j * v.group_length;
+    group_dot(row_ptr, k0, scratch + k0 * 16, panel_bytes, len / 4, &dot[0][0]);
+    // Flush: acc = fma(s, float(dot), acc); affine: acc = fnmadd(fl(s · zw), X'[r, j], acc).
+    const std::uint8_t* m0 = v.record(panel0, j) + v.code_bytes(len);
+    const std::uint8_t* m1 = v.record(p1, j) + v.code_bytes(len);
+    const std::uint8_t* m2 = v.record(p2, j) + v.code_bytes(len);
+    const __m512 s0 = load_scales(v, m0), s1 = load_scales(v, m1), s2 = load_scales(v, m2);
+    __m512 z0 = _mm512_setzero_ps(), z1 = z0, z2 = z0;
+    if constexpr (!Symmetric) {
+      const auto zeros = [&](const std::uint8_t* meta) {
+        __m512i z = _mm512_cvtepu8_epi32(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(meta + v.scale_bytes())));
+        if constexpr (Bits == 8) z = _mm512_sub_epi32(z, _mm512_set1_epi32(128));
+        return z;
+      };
+      z0 = _mm512_mul_ps(s0, _mm512_cvtepi32_ps(zeros(m0)));
+      z1 = _mm512_mul_ps(s1, _mm512_cvtepi32_ps(zeros(m1)));
+      z2 = _mm512_mul_ps(s2, _mm512_cvtepi32_ps(zeros(m2)));
+    }
+#define LUCIDQ_FLUSH_ONE(r, p)                                                               \
+  {                                                                                          \
+    __m512 f = _mm512_fmadd_ps(s##p, _mm512_cvtepi32_ps(_mm512_load_si512(dot[r] + 16 * p)), \
+                               _mm512_load_ps(facc[r] + 16 * p));                            \
+    if constexpr (!Symmetric) f = _mm512_fnmadd_ps(z##p, xs, f);                             \
+    _mm512_store_ps(facc[r] + 16 * p, f);                                                    \
+  }
+#define LUCIDQ_FLUSH(r)                                                                   \
+  {                                                                                       \
+    __m512 xs = _mm512_setzero_ps();                                                      \
+    if constexpr (!Symmetric)                                                             \
+      xs = _mm512_set1_ps(a.x_group_sums[(row0 + std::min(r, rows - 1)) * v.groups + j]); \
+    (void)xs;                                                                             \
+    LUCIDQ_FLUSH_ONE(r, 0) LUCIDQ_FLUSH_ONE(r, 1) LUCIDQ_FLUSH_ONE(r, 2)                  \
+  }
+    LUCIDQ_ROWS(LUCIDQ_FLUSH)
+#undef LUCIDQ_FLUSH
+#undef LUCIDQ_FLUSH_ONE
+  }
+  // acc = fnmadd(z_x, C, acc); y = fma(s_x, acc, bias).
+  for (int p = 0; p < panels; ++p) {
+    const std::int64_t col = (panel0 + p) * panel_width;
+    const std::int64_t left = v.n - col;
+    const __mmask16 mask =
+        left >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << left) - 1u);
+    const __m512 sums = _mm512_loadu_ps(v.int8_weight_sums + col);
+    const __m512 bias =
+        a.bias != nullptr ? _mm512_maskz_loadu_ps(mask, a.bias + col) : _mm512_setzero_ps();
+    for (int r = 0; r < rows; ++r) {
+      __m512 f = _mm512_load_ps(facc[r] + 16 * p);
+      f = _mm512_fnmadd_ps(_mm512_set1_ps(a.x_zero[row0 + r]), sums, f);
+      f = _mm512_fmadd_ps(_mm512_set1_ps(a.x_scale[row0 + r]), f, bias);
+      _mm512_mask_storeu_ps(a.y + (row0 + r) * a.y_stride + col, mask, f);
+    }
+  }
+}
+#undef LUCIDQ_ROWS
+
+// Each tile of 3 panels is decoded once for all M rows, then walked in blocks of 8 rows.
+template <int Bits, bool Symmetric>
+void run(const Int8Args& a, std::int64_t panel_begin, std::int64_t panel_end) {
+  // One scratch per thread, kept between calls (a fresh large allocation per call costs page
+  // faults on every call).
+  thread_local std::unique_ptr<std::uint8_t[], Aligned> scratch;
+  thread_local std::size_t capacity = 0;
+  const auto bytes = static_cast<std::size_t>(tile_panels * a.w.k_padded * 16);
+  if (capacity < bytes) {
+    scratch.reset(static_cast<std::uint8_t*>(::operator new[](bytes, std::align_val_t{64})));
+    capacity = bytes;
+  }
+  for (std::int64_t panel = panel_begin; panel < panel_end; panel += tile_panels) {
+    const int panels = static_cast<int>(std::min<std::int64_t>(tile_panels, panel_end - panel));
+    decode_tile<Bits, Symmetric>(a.w, panel, panels, scratch.get());
+    for (std::int64_t row0 = 0; row0 < a.m; row0 += tile_rows) {
+      const int rows = static_cast<int>(std::min<std::int64_t>(tile_rows, a.m - row0));
+      tile<Symmetric, Bits>(a, scratch.get(), panel, panels, row0, rows);
+    }
+  }
+}
+
+}  // namespace
+
+void int8_panels_avx512_vnni(const Int8Args& a, std::int64_t panel_begin, std::int64_t panel_end) {
+  if (a.w.bits == 4) {
+    if (a.w.symmetric) {
+      run<4, true>(a, panel_begin, panel_end);
+    } else {
+      run<4, false>(a, panel_begin, panel_end);
+    }
+  } else if (a.w.symmetric) {
+    run<8, true>(a, panel_begin, panel_end);
+  } else {
+    run<8, false>(a, panel_begin, panel_end);
+  }
+}
+
+}  // namespace lucid::quantization::weight_only

@@ -1,0 +1,84 @@
+// Reference tier of the weight-only GEMM: y = bias + Σ_k x · s · (q − z) in double, rounded once.
+//
+// The specification the ISA tiers are tested against: plain loops over the
+// packed layout through the scalar accessors of weight_only/layout.hpp.
+// s · (q − z) is exact in double (a float times an integer below 2^9), so
+// each term carries one rounding and the sum K more, all in double.
+#include <cmath>
+
+#include "weight_only/kernels.hpp"
+
+namespace lucid::quantization::weight_only {
+namespace {
+
+void panels_reference(const GemmArgs& a, std::int64_t panel_begin, std::int64_t panel_end) {
+  const PackedView& v = a.w;
+  for (std::int64_t panel = panel_begin; panel < panel_end; ++panel) {
+    for (std::int64_t c = 0; c < panel_width; ++c) {
+      const std::int64_t col = panel * panel_width + c;
+      if (col >= v.n) break;
+      for (std::int64_t r = 0; r < a.m; ++r) {
+        const float* x = a.x + r * a.x_stride;
+        double acc = 0.0;
+        for (std::int64_t j = 0; j < v.groups; ++j) {
+          const std::uint8_t* rec = v.record(panel, j);
+          const std::uint8_t* meta = rec + v.code_bytes(v.padded_length(j));
+          const double s = meta_scale(v, meta, c);
+          const std::int32_t z = meta_zero_point(v, meta, c);
+          const std::int64_t k0 = j * v.group_length;
+          const std::int64_t len = v.k - k0 < v.group_length ? v.k - k0 : v.group_length;
+          for (std::int64_t t = 0; t < len; ++t) {
+            const double w = s * static_cast<double>(lane_value(v, rec, c, t) - z);
+            acc += static_cast<double>(x[k0 + t]) * w;
+          }
+        }
+        if (a.bias != nullptr) acc += static_cast<double>(a.bias[col]);
+        a.y[r * a.y_stride + col] = static_cast<float>(acc);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+// The int8-activation path (docs/numerics.md, "The int8-activation path"): exact integer
+// group sums, then float32 steps in this order, each one rounding (std::fma is fused).
+void int8_panels_reference(const Int8Args& a, std::int64_t panel_begin, std::int64_t panel_end) {
+  const PackedView& v = a.w;
+  for (std::int64_t panel = panel_begin; panel < panel_end; ++panel) {
+    for (std::int64_t c = 0; c < panel_width; ++c) {
+      const std::int64_t col = panel * panel_width + c;
+      if (col >= v.n) break;
+      for (std::int64_t r = 0; r < a.m; ++r) {
+        const std::uint8_t* xq = a.xq + r * a.xq_stride;
+        float acc = 0.0f;
+        for (std::int64_t j = 0; j < v.groups; ++j) {
+          const std::uint8_t* rec = v.record(panel, j);
+          const std::uint8_t* meta = rec + v.code_bytes(v.padded_length(j));
+          const std::int64_t k0 = j * v.group_length;
+          const std::int64_t len = v.k - k0 < v.group_length ? v.k - k0 : v.group_length;
+          std::int64_t dot = 0;  // fits int32 for groups <= 65536 (the driver checks)
+          for (std::int64_t t = 0; t < len; ++t) {
+            dot += std::int64_t{xq[int8_staged_index(v, k0 + t)]} * int8_lane(v, rec, c, t);
+          }
+          const float s = meta_scale(v, meta, c);
+          acc = std::fma(s, static_cast<float>(dot), acc);
+          if (!v.symmetric) {
+            const float szp = s * static_cast<float>(int8_zero_point(v, meta, c));
+            acc = std::fma(-szp, a.x_group_sums[r * v.groups + j], acc);
+          }
+        }
+        acc = std::fma(-a.x_zero[r], v.int8_weight_sums[col], acc);
+        const float bias = a.bias != nullptr ? a.bias[col] : 0.0f;
+        a.y[r * a.y_stride + col] = std::fma(a.x_scale[r], acc, bias);
+      }
+    }
+  }
+}
+
+const KernelTable& reference_kernels() {
+  static const KernelTable table{&panels_reference, "reference"};
+  return table;
+}
+
+}  // namespace lucid::quantization::weight_only

@@ -1,0 +1,296 @@
+// Weight-only GEMM driver: validation, activation staging (padding, bf16 widening, group sums),
+// threads.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/kernel_args.hpp"
+#include "kernels/dispatch.hpp"
+#include "kernels/parallel.hpp"
+#include "lucid/quantization/error.hpp"
+#include "lucid/quantization/qparams.hpp"
+#include "weight_only/kernels.hpp"
+
+namespace lucid::quantization {
+namespace weight_only {
+
+const KernelTable& kernels_for(Isa isa) {
+#if defined(LUCIDQ_X86_KERNELS)
+  if (isa == Isa::avx512) return avx512_kernels();
+  if (isa == Isa::avx2) return avx2_kernels();
+#endif
+  (void)isa;
+  return reference_kernels();
+}
+
+const KernelTable& weight_only_kernels() {
+  return kernels_for(active_isa());
+}
+
+/// The int8-activation kernel for the active tier: VNNI on AVX-512 CPUs with it, else the
+/// reference (the same bits, slowly).
+Int8PanelsKernel int8_kernel() {
+#if defined(LUCIDQ_X86_KERNELS)
+  if (active_isa() == Isa::avx512 && cpu_features().avx512vnni) return &int8_panels_avx512_vnni;
+#endif
+  return &int8_panels_reference;
+}
+
+bool int8_kernel_is_fast() {
+#if defined(LUCIDQ_X86_KERNELS)
+  return active_isa() == Isa::avx512 && cpu_features().avx512vnni;
+#else
+  return false;
+#endif
+}
+
+}  // namespace weight_only
+
+namespace {
+
+std::string str(std::int64_t v) {
+  return std::to_string(v);
+}
+
+// Weights streamed per thread below which extra threads cost more than they save.
+constexpr std::int64_t min_weights_per_thread = std::int64_t{1} << 18;
+// Activation rows per pass over the weights: the AVX-512 kernel's register block.
+constexpr std::int64_t rows_per_chunk = 8;
+
+}  // namespace
+
+namespace {
+
+// Groups longer than this could overflow the int32 group sums of the int8 path.
+constexpr std::int64_t int8_max_group = 65536;
+
+// The int8-activation path on float rows (K of them, row r at xs + r · stride). Returns false,
+// writing nothing, when a row is not finite and `fallback` is set; throws otherwise.
+bool run_int8(const float* xs, std::int64_t stride, std::int64_t m,
+              const weight_only::PackedView& v, const float* bias, float* y,
+              std::int64_t y_row_stride, bool fallback) {
+  const kernels::KernelTable& kt = kernels::active();
+  constexpr int f32 = static_cast<int>(kernels::FloatType::f32);
+  std::vector<float> scales(static_cast<std::size_t>(m)), zeros(scales.size());
+  std::vector<std::int32_t> zero_points(scales.size());
+  for (std::int64_t r = 0; r < m; ++r) {
+    float lo = INFINITY, hi = -INFINITY;
+    const float* row = xs + r * stride;
+    if (kt.minmax[f32](row, v.k, &lo, &hi) != 0) {
+      if (fallback) return false;
+      std::int64_t col = 0;
+      while (col + 1 < v.k && std::isfinite(row[col]))
+        ++col;
+      throw Error("weight_only_gemm: x[" + str(r) + ", " + str(col) +
+                  "] = " + std::to_string(row[col]) + " (int8_dynamic activations must be finite)");
+    }
+    const QParams qp = calculate_qparams(lo, hi, QScheme::PER_TENSOR_AFFINE, quint8);
+    scales[static_cast<std::size_t>(r)] = qp.scale[0];
+    zero_points[static_cast<std::size_t>(r)] = qp.zero_point[0];
+    zeros[static_cast<std::size_t>(r)] = static_cast<float>(qp.zero_point[0]);
+  }
+  // Codes exactly as quantize() writes them, staged in the kernels' order (zero padding).
+  const std::int64_t qstride = (v.k_padded + 63) / 64 * 64;
+  std::vector<std::uint8_t> codes(static_cast<std::size_t>(v.k));
+  std::vector<std::uint8_t> xq(static_cast<std::size_t>(m * qstride), 0);
+  std::vector<float> group_sums(v.symmetric ? 0 : static_cast<std::size_t>(m * v.groups));
+  const kernels::Grid grid = detail::grid_of(quint8);
+  for (std::int64_t r = 0; r < m; ++r) {
+    const auto ri = static_cast<std::size_t>(r);
+    kt.quantize[f32][static_cast<int>(kernels::CodeWidth::b8)](
+        xs + r * stride, v.k, kernels::Affine{1.0f / scales[ri], scales[ri], zero_points[ri]}, grid,
+        codes.data());
+    std::uint8_t* dst = xq.data() + r * qstride;
+    for (std::int64_t c = 0; c < v.k; ++c)
+      dst[weight_only::int8_staged_index(v, c)] = codes[static_cast<std::size_t>(c)];
+    for (std::int64_t j = 0; j < static_cast<std::int64_t>(group_sums.size()) / m; ++j) {
+      const std::int64_t k0 = j * v.group_length;
+      const std::int64_t len = std::min(v.group_length, v.k - k0);
+      std::int64_t sum = 0;
+      for (std::int64_t t = 0; t < len; ++t)
+        sum += std::int64_t{codes[static_cast<std::size_t>(k0 + t)]} - zero_points[ri];
+      group_sums[static_cast<std::size_t>(r * v.groups + j)] = static_cast<float>(sum);
+    }
+  }
+  weight_only::Int8Args args;
+  args.w = v;
+  args.xq = xq.data();
+  args.xq_stride = qstride;
+  args.x_scale = scales.data();
+  args.x_zero = zeros.data();
+  args.x_group_sums = group_sums.empty() ? nullptr : group_sums.data();
+  args.m = m;
+  args.bias = bias;
+  args.y = y;
+  args.y_stride = y_row_stride;
+  const weight_only::Int8PanelsKernel kernel = weight_only::int8_kernel();
+  const std::int64_t work = v.n * v.k * std::max<std::int64_t>(1, m / 8);
+  const int pieces = static_cast<int>(
+      std::min<std::int64_t>(kernels::threads_for(work, min_weights_per_thread), v.panels));
+  // Threads split the panels on multiples of 3 (the kernel's tile width); each thread's kernel
+  // decodes a tile once and walks all M rows over it.
+  kernels::parallel_pieces(v.panels, pieces, 3, [&](int, std::int64_t begin, std::int64_t end) {
+    kernel(args, begin, end);
+  });
+  return true;
+}
+
+}  // namespace
+
+std::string to_string(WeightOnlyActivations activations) {
+  switch (activations) {
+    case WeightOnlyActivations::float32:
+      return "float32";
+    case WeightOnlyActivations::int8_dynamic:
+      return "int8_dynamic";
+    default:
+      return "automatic";
+  }
+}
+
+WeightOnlyActivations resolve_activations(const WeightOnlyOptions& options, std::int64_t m,
+                                          const PackedWeightsLowBit& w) {
+  if (options.activations != WeightOnlyActivations::automatic) return options.activations;
+  const bool fits = w.layout().view.group_length <= int8_max_group;
+  return (m >= WeightOnlyOptions::int8_min_rows && fits && weight_only::int8_kernel_is_fast())
+             ? WeightOnlyActivations::int8_dynamic
+             : WeightOnlyActivations::float32;
+}
+
+void weight_only_gemm(const void* x, ScalarType x_type, std::int64_t m, std::int64_t x_row_stride,
+                      const PackedWeightsLowBit& w, const float* bias, float* y,
+                      std::int64_t y_row_stride, const WeightOnlyOptions& options) {
+  const char* fn = "weight_only_gemm: ";
+  const weight_only::PackedView& v = w.layout().view;
+  if (m < 0) throw Error(std::string(fn) + "m = " + str(m) + " (expected >= 0)");
+  if (x_type != ScalarType::float32 && x_type != ScalarType::bfloat16) {
+    throw Error(std::string(fn) + "x_type = " + to_string(x_type) +
+                " (expected float32 or bfloat16)");
+  }
+  if (m == 0) return;
+  if (x == nullptr) throw Error(std::string(fn) + "x is null (expected m = " + str(m) + " rows)");
+  if (y == nullptr) throw Error(std::string(fn) + "y is null (expected m = " + str(m) + " rows)");
+  if (x_row_stride < v.k) {
+    throw Error(std::string(fn) + "x_row_stride = " + str(x_row_stride) +
+                " (expected >= K = " + str(v.k) + ")");
+  }
+  if (y_row_stride < v.n) {
+    throw Error(std::string(fn) + "y_row_stride = " + str(y_row_stride) +
+                " (expected >= N = " + str(v.n) + ")");
+  }
+
+  const WeightOnlyActivations path = resolve_activations(options, m, w);
+  if (path == WeightOnlyActivations::int8_dynamic) {
+    if (v.group_length > int8_max_group) {
+      throw Error(std::string(fn) + "int8_dynamic activations need groups of at most " +
+                  str(int8_max_group) + " elements (this weight's group: " + str(v.group_length) +
+                  ")");
+    }
+    const bool fallback = options.activations == WeightOnlyActivations::automatic;
+    if (x_type == ScalarType::float32) {  // quantized straight from the caller's rows
+      if (run_int8(static_cast<const float*>(x), x_row_stride, m, v, bias, y, y_row_stride,
+                   fallback))
+        return;
+    } else {
+      std::vector<float> wide(static_cast<std::size_t>(m * v.k));
+      for (std::int64_t r = 0; r < m; ++r) {
+        const auto* src = static_cast<const std::uint16_t*>(x) + r * x_row_stride;
+        for (std::int64_t c = 0; c < v.k; ++c)
+          wide[static_cast<std::size_t>(r * v.k + c)] = bfloat16_to_float(src[c]);
+      }
+      if (run_int8(wide.data(), v.k, m, v, bias, y, y_row_stride, fallback)) return;
+    }
+  }
+
+  // Activations staged as float32 rows of k_padded (zero tail), plus group sums for affine.
+  const std::int64_t stride = (v.k_padded + 15) / 16 * 16;
+  std::vector<float> xs(static_cast<std::size_t>(m * stride), 0.0f);
+  for (std::int64_t r = 0; r < m; ++r) {
+    float* dst = xs.data() + r * stride;
+    if (x_type == ScalarType::float32) {
+      const float* src = static_cast<const float*>(x) + r * x_row_stride;
+      std::copy(src, src + v.k, dst);
+    } else {
+      const auto* src = static_cast<const std::uint16_t*>(x) + r * x_row_stride;
+      for (std::int64_t c = 0; c < v.k; ++c)
+        dst[c] = bfloat16_to_float(src[c]);
+    }
+  }
+  std::vector<float> sums;
+  if (!v.symmetric) {
+    sums.resize(static_cast<std::size_t>(m * v.groups));
+    for (std::int64_t r = 0; r < m; ++r) {
+      for (std::int64_t j = 0; j < v.groups; ++j) {
+        const float* row = xs.data() + r * stride + j * v.group_length;
+        const std::int64_t len = std::min(v.group_length, v.k - j * v.group_length);
+        float s = 0.0f;
+        for (std::int64_t t = 0; t < len; ++t)
+          s += row[t];
+        sums[static_cast<std::size_t>(r * v.groups + j)] = s;
+      }
+    }
+  }
+
+  weight_only::GemmArgs args;
+  args.w = v;
+  args.x = xs.data();
+  args.x_stride = stride;
+  args.x_sums = sums.empty() ? nullptr : sums.data();
+  args.m = m;
+  args.bias = bias;
+  args.y = y;
+  args.y_stride = y_row_stride;
+
+  const weight_only::PanelsKernel kernel = weight_only::weight_only_kernels().panels;
+  const std::int64_t work = v.n * v.k * std::max<std::int64_t>(1, m / 8);
+  const int pieces = static_cast<int>(
+      std::min<std::int64_t>(kernels::threads_for(work, min_weights_per_thread), v.panels));
+  // The GEMM path (M > 8) walks rows in chunks of 8, each over all of the thread's panels:
+  // the chunk's activations stay in L2 while the weights stream again from L3 / memory once
+  // per chunk, which the kernels absorb at full FMA rate (docs/numerics.md, "Weight-only
+  // GEMM"). Each output's operations are the same for any chunking.
+  const std::int64_t chunk = rows_per_chunk;
+  kernels::parallel_pieces(v.panels, pieces, 1, [&](int, std::int64_t begin, std::int64_t end) {
+    for (std::int64_t row0 = 0; row0 < m; row0 += chunk) {
+      weight_only::GemmArgs part = args;
+      part.x = args.x + row0 * stride;
+      part.x_sums = args.x_sums != nullptr ? args.x_sums + row0 * v.groups : nullptr;
+      part.m = std::min(chunk, m - row0);
+      part.y = y + row0 * y_row_stride;
+      kernel(part, begin, end);
+    }
+  });
+}
+
+Tensor weight_only_linear(const TensorView& x, const PackedWeightsLowBit& w, const TensorView* bias,
+                          const WeightOnlyOptions& options) {
+  const char* fn = "weight_only_linear: ";
+  const std::int64_t k = w.columns();
+  const std::int64_t n = w.rows();
+  if (n == 0) throw Error(std::string(fn) + "w is empty (expected a packed weight)");
+  if (x.shape.empty() || x.shape.back() != k) {
+    throw Error(std::string(fn) + "x shape = " + to_string(x.shape) +
+                " (expected [..., K] with K = " + str(k) + ")");
+  }
+  if (x.type != ScalarType::float32 && x.type != ScalarType::bfloat16) {
+    throw Error(std::string(fn) + "x type = " + to_string(x.type) +
+                " (expected float32 or bfloat16)");
+  }
+  const float* bias_data = nullptr;
+  if (bias != nullptr) {
+    if (bias->type != ScalarType::float32 || bias->shape != Shape{n}) {
+      throw Error(std::string(fn) + "bias = " + to_string(bias->type) + " " +
+                  to_string(bias->shape) + " (expected float32 [" + str(n) + "])");
+    }
+    bias_data = bias->data_as<float>();
+  }
+  Shape out_shape = x.shape;
+  out_shape.back() = n;
+  Tensor out(ScalarType::float32, out_shape);
+  const std::int64_t m = x.numel() / k;
+  weight_only_gemm(x.data, x.type, m, k, w, bias_data, out.data_as<float>(), n, options);
+  return out;
+}
+
+}  // namespace lucid::quantization

@@ -1,0 +1,85 @@
+// Internal: the weight-only kernel table (one entry per tier) and the arguments its kernels take.
+#pragma once
+
+#include <cstdint>
+
+#include "lucid/quantization/runtime.hpp"
+#include "weight_only/layout.hpp"
+
+namespace lucid::quantization::weight_only {
+
+/// One product y[M, N] = x · ŵᵀ + bias over panels [panel_begin, panel_end).
+/// x holds M rows of k_padded float32 (zero beyond K); x_sums holds, for
+/// affine formats, M rows of `groups` sums Σ_{k in group j} x[m, k] computed
+/// in float32 in k order (null for symmetric formats). bias may be null.
+struct GemmArgs {
+  PackedView w;
+  const float* x = nullptr;
+  std::int64_t x_stride = 0;  ///< elements between rows of x (≥ k_padded)
+  const float* x_sums = nullptr;
+  std::int64_t m = 0;
+  const float* bias = nullptr;
+  float* y = nullptr;
+  std::int64_t y_stride = 0;
+};
+
+/// Computes the outputs of channels [16 · panel_begin, min(N, 16 · panel_end))
+/// for all M rows. Must not throw.
+using PanelsKernel = void (*)(const GemmArgs& args, std::int64_t panel_begin,
+                              std::int64_t panel_end);
+
+/// The int8-activation product over panels (docs/numerics.md, "The int8-activation path").
+/// xq holds M rows of uint8 codes (k_padded of them, 0 beyond K), row r at xq + r · xq_stride.
+/// For int4 formats each 8-code block along K is stored interleaved, codes k0, k0+2, k0+4,
+/// k0+6, k0+1, k0+3, k0+5, k0+7 (the order of the int4 block's low / high nibbles);
+/// int8 formats keep k order. Per row: x_scale s_x, x_zero float(z_x); for affine formats
+/// x_group_sums holds M rows of `groups` floats float(Σ_{k in j} (xq − z_x)) (null when symmetric).
+struct Int8Args {
+  PackedView w;
+  const std::uint8_t* xq = nullptr;
+  std::int64_t xq_stride = 0;  ///< bytes between rows (multiple of 64, ≥ k_padded)
+  const float* x_scale = nullptr;
+  const float* x_zero = nullptr;
+  const float* x_group_sums = nullptr;
+  std::int64_t m = 0;
+  const float* bias = nullptr;
+  float* y = nullptr;
+  std::int64_t y_stride = 0;
+};
+
+/// The staged position of code k of a row (the int4 interleave above).
+inline std::int64_t int8_staged_index(const PackedView& v, std::int64_t k) {
+  if (v.bits != 4) return k;
+  const std::int64_t t = k % 8;
+  return k - t + (t % 2 == 0 ? t / 2 : 4 + t / 2);
+}
+
+using Int8PanelsKernel = void (*)(const Int8Args& args, std::int64_t panel_begin,
+                                  std::int64_t panel_end);
+
+struct KernelTable {
+  PanelsKernel panels = nullptr;
+  const char* name = "";
+};
+
+/// The reference int8-activation kernel: the exact semantics every fast variant reproduces.
+void int8_panels_reference(const Int8Args& args, std::int64_t panel_begin, std::int64_t panel_end);
+#if defined(LUCIDQ_X86_KERNELS)
+/// AVX-512 VNNI (vpdpbusd) variant; callers check cpu_features().avx512vnni.
+void int8_panels_avx512_vnni(const Int8Args& args, std::int64_t panel_begin,
+                             std::int64_t panel_end);
+#endif
+
+/// The reference tier: double-precision sums of x · s · (q − z), rounded once.
+const KernelTable& reference_kernels();
+#if defined(LUCIDQ_X86_KERNELS)
+const KernelTable& avx2_kernels();    ///< AVX2 + FMA
+const KernelTable& avx512_kernels();  ///< AVX-512 F + BW + VL
+#endif
+
+/// The table for a tier (reference on non-x86 builds).
+const KernelTable& kernels_for(Isa isa);
+/// The table for active_isa(), looked up at each API entry (set_isa() may change it).
+const KernelTable& weight_only_kernels();
+
+}  // namespace lucid::quantization::weight_only

@@ -1,0 +1,384 @@
+// PackedWeightsLowBit: quantizing, packing into panels of group records, and reading codes back.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <new>
+#include <string>
+
+#include "lucid/quantization/error.hpp"
+#include "lucid/quantization/pack.hpp"
+#include "lucid/quantization/quantize.hpp"
+#include "weight_only/layout.hpp"
+
+namespace lucid::quantization {
+namespace {
+
+using weight_only::k_step;
+using weight_only::PackedView;
+using weight_only::panel_width;
+
+std::string str(std::int64_t v) {
+  return std::to_string(v);
+}
+
+bool allowed_group(std::int64_t g) {
+  return g == 0 || g == 32 || g == 64 || g == 128 || g == 256;
+}
+
+// The codes, scales and zero points of W in plain row-major form, before packing.
+struct Plain {
+  std::int64_t n = 0, k = 0;
+  WeightOnlyFormat format;
+  QDtype qdtype = qint4;
+  QScheme qscheme = QScheme::PER_CHANNEL_SYMMETRIC;
+  std::vector<std::int32_t> codes;        // [n, k], on qdtype's grid
+  std::vector<float> scales;              // [n, groups]
+  std::vector<std::int32_t> zero_points;  // [n, groups]
+};
+
+std::shared_ptr<const PackedWeightsLowBit::Layout> build(const Plain& p) {
+  auto layout = std::make_shared<PackedWeightsLowBit::Layout>();
+  layout->format = p.format;
+  layout->qdtype = p.qdtype;
+  layout->qscheme = p.qscheme;
+  const bool sym = p.format.symmetric;
+  layout->code_offset =
+      (!sym && p.qdtype.is_signed()) ? -(std::int32_t{1} << (p.qdtype.bits() - 1)) : 0;
+
+  PackedView v;
+  v.n = p.n;
+  v.k = p.k;
+  v.k_padded = (p.k + k_step - 1) / k_step * k_step;
+  v.group_length = p.format.group_size == 0 ? p.k : p.format.group_size;
+  v.groups = (p.k + v.group_length - 1) / v.group_length;
+  v.panels = (p.n + panel_width - 1) / panel_width;
+  v.bits = p.format.bits;
+  v.symmetric = sym;
+  v.bf16_scales = p.format.scale_type == ScaleType::bf16;
+  v.record_bytes = v.code_bytes(v.padded_length(0)) + v.meta_bytes();
+  v.panel_bytes = (v.groups - 1) * v.record_bytes + v.code_bytes(v.padded_length(v.groups - 1)) +
+                  v.meta_bytes();
+  const auto total = static_cast<std::size_t>(v.panels * v.panel_bytes);
+  auto* raw = static_cast<std::uint8_t*>(::operator new[](total, std::align_val_t{64}));
+  layout->storage = std::shared_ptr<std::uint8_t[]>(
+      raw, [](std::uint8_t* ptr) { ::operator delete[](ptr, std::align_val_t{64}); });
+  std::fill(raw, raw + total, std::uint8_t{0});
+  v.data = raw;
+
+  for (std::int64_t panel = 0; panel < v.panels; ++panel) {
+    for (std::int64_t j = 0; j < v.groups; ++j) {
+      std::uint8_t* rec = raw + panel * v.panel_bytes + j * v.record_bytes;
+      std::uint8_t* meta = rec + v.code_bytes(v.padded_length(j));
+      const std::int64_t k0 = j * v.group_length;
+      const std::int64_t len = std::min(v.group_length, p.k - k0);
+      for (std::int64_t c = 0; c < panel_width; ++c) {
+        const std::int64_t row = panel * panel_width + c;
+        if (row >= p.n) break;  // padding channels: codes 0, scale 0
+        const float s = p.scales[static_cast<std::size_t>(row * v.groups + j)];
+        if (v.bf16_scales) {
+          const std::uint16_t bits = float_to_bfloat16(s);
+          std::memcpy(meta + 2 * c, &bits, 2);
+        } else {
+          std::memcpy(meta + 4 * c, &s, 4);
+        }
+        if (!sym) {
+          meta[v.scale_bytes() + c] = static_cast<std::uint8_t>(
+              p.zero_points[static_cast<std::size_t>(row * v.groups + j)] - layout->code_offset);
+        }
+        for (std::int64_t t = 0; t < len; ++t) {
+          const std::int32_t q = p.codes[static_cast<std::size_t>(row * p.k + k0 + t)];
+          const auto lane = static_cast<std::uint32_t>(sym ? q : q - layout->code_offset);
+          if (v.bits == 4) {
+            std::uint8_t* word = rec + ((t / 8) * panel_width + c) * 4;
+            std::uint32_t value;
+            std::memcpy(&value, word, 4);
+            value |= (lane & 0xfu) << (4 * (t % 8));
+            std::memcpy(word, &value, 4);
+          } else {
+            rec[(t / 4) * 64 + (t % 4) * panel_width + c] = static_cast<std::uint8_t>(lane);
+          }
+        }
+      }
+    }
+  }
+  // Per-channel weight sums of the int8-activation path (docs/numerics.md).
+  layout->int8_weight_sums.assign(static_cast<std::size_t>(v.panels * panel_width), 0.0f);
+  for (std::int64_t panel = 0; panel < v.panels; ++panel) {
+    for (std::int64_t c = 0; c < panel_width && panel * panel_width + c < p.n; ++c) {
+      float sum = 0.0f;
+      for (std::int64_t j = 0; j < v.groups; ++j) {
+        const std::uint8_t* rec = raw + panel * v.panel_bytes + j * v.record_bytes;
+        const std::uint8_t* meta = rec + v.code_bytes(v.padded_length(j));
+        const std::int64_t len = std::min(v.group_length, p.k - j * v.group_length);
+        std::int32_t group_sum = 0;
+        for (std::int64_t t = 0; t < len; ++t)
+          group_sum += weight_only::int8_lane(v, rec, c, t);
+        sum = std::fma(weight_only::meta_scale(v, meta, c), static_cast<float>(group_sum), sum);
+      }
+      layout->int8_weight_sums[static_cast<std::size_t>(panel * panel_width + c)] = sum;
+    }
+  }
+  v.int8_weight_sums = layout->int8_weight_sums.data();
+  layout->view = v;
+  return layout;
+}
+
+// Per-group (or per-channel) scales and zero points of a QParams, laid out [n, groups].
+void copy_params(const QParams& qp, std::int64_t n, std::int64_t groups, Plain& plain) {
+  const std::size_t count = static_cast<std::size_t>(n * groups);
+  plain.scales.resize(count);
+  plain.zero_points.resize(count);
+  const bool per_tensor = qp.scale.size() == 1 && count != 1;
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::size_t from =
+        per_tensor ? 0 : (qp.is_per_group() ? i : i / static_cast<std::size_t>(groups));
+    plain.scales[i] = qp.scale[from];
+    plain.zero_points[i] = qp.zero_point[from];
+  }
+}
+
+}  // namespace
+
+std::string to_string(ScaleType type) {
+  return type == ScaleType::f32 ? "f32" : "bf16";
+}
+
+void WeightOnlyFormat::validate() const {
+  if (bits != 4 && bits != 8) {
+    throw Error("WeightOnlyFormat: bits = " + std::to_string(bits) + " (expected 4 or 8)");
+  }
+  if (!allowed_group(group_size)) {
+    throw Error("WeightOnlyFormat: group_size = " + str(group_size) +
+                " (expected 32, 64, 128, 256, or 0 for per-channel)");
+  }
+  if (scale_type != ScaleType::f32 && scale_type != ScaleType::bf16) {
+    throw Error("WeightOnlyFormat: scale_type = " + std::to_string(static_cast<int>(scale_type)) +
+                " (expected f32 or bf16)");
+  }
+}
+
+std::string WeightOnlyFormat::describe() const {
+  std::string text = "int";
+  text += std::to_string(bits);
+  if (group_size == 0) {
+    text += " per-channel ";
+  } else {
+    text += " g";
+    text += str(group_size);
+    text += ' ';
+  }
+  text += symmetric ? "symmetric " : "affine ";
+  text += to_string(scale_type);
+  text += "-scales";
+  return text;
+}
+
+PackedWeightsLowBit PackedWeightsLowBit::quantize(const float* w, std::int64_t n, std::int64_t k,
+                                                  std::int64_t row_stride,
+                                                  const WeightOnlyFormat& format) {
+  format.validate();
+  if (w == nullptr) throw Error("PackedWeightsLowBit::quantize: w is null");
+  if (n < 1) throw Error("PackedWeightsLowBit::quantize: n = " + str(n) + " (expected >= 1)");
+  if (k < 1) throw Error("PackedWeightsLowBit::quantize: k = " + str(k) + " (expected >= 1)");
+  if (row_stride < k) {
+    throw Error("PackedWeightsLowBit::quantize: row_stride = " + str(row_stride) +
+                " (expected >= k = " + str(k) + ")");
+  }
+  std::vector<float> dense(static_cast<std::size_t>(n * k));
+  for (std::int64_t r = 0; r < n; ++r) {
+    for (std::int64_t c = 0; c < k; ++c) {
+      const float value = w[r * row_stride + c];
+      if (!std::isfinite(value)) {
+        throw Error("PackedWeightsLowBit::quantize: w[" + str(r) + ", " + str(c) +
+                    "] = " + std::to_string(value) + " (expected a finite weight)");
+      }
+      dense[static_cast<std::size_t>(r * k + c)] = value;
+    }
+  }
+  const TensorView view(dense.data(), ScalarType::float32, {n, k});
+  const QDtype qdtype = QDtype::full_range(format.bits, format.symmetric);
+  const QScheme scheme =
+      format.symmetric ? QScheme::PER_CHANNEL_SYMMETRIC : QScheme::PER_CHANNEL_AFFINE;
+  const int axis = format.group_size == 0 ? 0 : 1;
+  QParams qp = choose_qparams(view, scheme, qdtype, axis, format.group_size);
+  if (format.scale_type == ScaleType::bf16) {
+    for (float& s : qp.scale) {
+      s = bfloat16_to_float(float_to_bfloat16(s));
+      if (!std::isfinite(s)) {
+        throw Error(
+            "PackedWeightsLowBit::quantize: a group scale overflows bfloat16 (expected "
+            "weights with |w| below ~3e38)");
+      }
+    }
+  }
+  const QuantizedTensor q = lucid::quantization::quantize(view, qp);
+  Plain plain;
+  plain.n = n;
+  plain.k = k;
+  plain.format = format;
+  plain.qdtype = qdtype;
+  plain.qscheme = scheme;
+  plain.codes = q.int_repr();
+  const std::int64_t groups =
+      format.group_size == 0 ? 1 : (k + format.group_size - 1) / format.group_size;
+  copy_params(qp, n, groups, plain);
+  PackedWeightsLowBit out;
+  out.layout_ = build(plain);
+  return out;
+}
+
+PackedWeightsLowBit PackedWeightsLowBit::from_quantized(const QuantizedTensor& weight) {
+  const char* fn = "PackedWeightsLowBit::from_quantized: ";
+  if (weight.shape().size() != 2 || weight.shape()[0] < 1 || weight.shape()[1] < 1) {
+    throw Error(std::string(fn) + "shape = " + to_string(weight.shape()) +
+                " (expected [N, K] with N, K >= 1)");
+  }
+  const QDtype qd = weight.qdtype();
+  if (qd.bits() != 4 && qd.bits() != 8) {
+    throw Error(std::string(fn) + "qdtype = " + qd.name() +
+                " (expected qint4, quint4, qint8 or quint8)");
+  }
+  const QParams& qp = weight.qparams();
+  const std::int64_t n = weight.shape()[0];
+  const std::int64_t k = weight.shape()[1];
+  WeightOnlyFormat format;
+  format.bits = qd.bits();
+  format.scale_type = ScaleType::f32;
+  if (qp.is_per_group()) {
+    const int axis = qp.ch_axis < 0 ? qp.ch_axis + 2 : qp.ch_axis;
+    if (axis != 1 || !allowed_group(qp.group_size)) {
+      throw Error(std::string(fn) + "per-group qparams with ch_axis = " +
+                  std::to_string(qp.ch_axis) + ", group_size = " + str(qp.group_size) +
+                  " (expected groups along axis 1 of 32, 64, 128 or 256)");
+    }
+    format.group_size = qp.group_size;
+  } else if (is_per_channel(qp.qscheme)) {
+    const int axis = qp.ch_axis < 0 ? qp.ch_axis + 2 : qp.ch_axis;
+    if (axis != 0) {
+      throw Error(std::string(fn) + "per-channel qparams with ch_axis = " +
+                  std::to_string(qp.ch_axis) + " (expected 0: one pair per output channel)");
+    }
+    format.group_size = 0;
+  } else {
+    format.group_size = 0;  // per-tensor: the same pair for every channel
+  }
+  format.symmetric = qd.is_signed() && std::all_of(qp.zero_point.begin(), qp.zero_point.end(),
+                                                   [](std::int32_t z) { return z == 0; });
+  Plain plain;
+  plain.n = n;
+  plain.k = k;
+  plain.format = format;
+  plain.qdtype = qd;
+  plain.qscheme = is_per_channel(qp.qscheme) ? qp.qscheme
+                  : is_symmetric(qp.qscheme) ? QScheme::PER_CHANNEL_SYMMETRIC
+                                             : QScheme::PER_CHANNEL_AFFINE;
+  plain.codes = weight.int_repr();
+  const std::int64_t groups =
+      format.group_size == 0 ? 1 : (k + format.group_size - 1) / format.group_size;
+  copy_params(qp, n, groups, plain);
+  PackedWeightsLowBit out;
+  out.layout_ = build(plain);
+  return out;
+}
+
+const PackedWeightsLowBit::Layout& PackedWeightsLowBit::layout() const {
+  if (!layout_)
+    throw Error("PackedWeightsLowBit: the object is empty (built by the default constructor)");
+  return *layout_;
+}
+
+std::int64_t PackedWeightsLowBit::rows() const {
+  return layout_ ? layout_->view.n : 0;
+}
+std::int64_t PackedWeightsLowBit::columns() const {
+  return layout_ ? layout_->view.k : 0;
+}
+const WeightOnlyFormat& PackedWeightsLowBit::format() const {
+  return layout().format;
+}
+std::int64_t PackedWeightsLowBit::groups_per_row() const {
+  return layout_ ? layout_->view.groups : 0;
+}
+std::size_t PackedWeightsLowBit::packed_bytes() const {
+  return layout_ ? static_cast<std::size_t>(layout_->view.panels * layout_->view.panel_bytes) : 0;
+}
+
+std::vector<std::int32_t> PackedWeightsLowBit::codes() const {
+  const Layout& l = layout();
+  const PackedView& v = l.view;
+  std::vector<std::int32_t> out(static_cast<std::size_t>(v.n * v.k));
+  for (std::int64_t row = 0; row < v.n; ++row) {
+    for (std::int64_t j = 0; j < v.groups; ++j) {
+      const std::uint8_t* rec = v.record(row / panel_width, j);
+      const std::int64_t k0 = j * v.group_length;
+      const std::int64_t len = std::min(v.group_length, v.k - k0);
+      for (std::int64_t t = 0; t < len; ++t) {
+        const std::int32_t lane = weight_only::lane_value(v, rec, row % panel_width, t);
+        out[static_cast<std::size_t>(row * v.k + k0 + t)] =
+            v.symmetric ? lane : lane + l.code_offset;
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<float> PackedWeightsLowBit::scales() const {
+  const PackedView& v = layout().view;
+  std::vector<float> out(static_cast<std::size_t>(v.n * v.groups));
+  for (std::int64_t row = 0; row < v.n; ++row) {
+    for (std::int64_t j = 0; j < v.groups; ++j) {
+      const std::uint8_t* rec = v.record(row / panel_width, j);
+      out[static_cast<std::size_t>(row * v.groups + j)] =
+          weight_only::meta_scale(v, rec + v.code_bytes(v.padded_length(j)), row % panel_width);
+    }
+  }
+  return out;
+}
+
+std::vector<std::int32_t> PackedWeightsLowBit::zero_points() const {
+  const Layout& l = layout();
+  const PackedView& v = l.view;
+  std::vector<std::int32_t> out(static_cast<std::size_t>(v.n * v.groups), 0);
+  if (v.symmetric) return out;
+  for (std::int64_t row = 0; row < v.n; ++row) {
+    for (std::int64_t j = 0; j < v.groups; ++j) {
+      const std::uint8_t* rec = v.record(row / panel_width, j);
+      out[static_cast<std::size_t>(row * v.groups + j)] =
+          weight_only::meta_zero_point(v, rec + v.code_bytes(v.padded_length(j)),
+                                       row % panel_width) +
+          l.code_offset;
+    }
+  }
+  return out;
+}
+
+std::vector<float> PackedWeightsLowBit::decode() const {
+  const PackedView& v = layout().view;
+  const std::vector<std::int32_t> q = codes();
+  const std::vector<float> s = scales();
+  const std::vector<std::int32_t> z = zero_points();
+  std::vector<float> out(q.size());
+  for (std::int64_t row = 0; row < v.n; ++row) {
+    for (std::int64_t c = 0; c < v.k; ++c) {
+      const auto g = static_cast<std::size_t>(row * v.groups + c / v.group_length);
+      const auto i = static_cast<std::size_t>(row * v.k + c);
+      out[i] = s[g] * static_cast<float>(q[i] - z[g]);
+    }
+  }
+  return out;
+}
+
+QuantizedTensor PackedWeightsLowBit::to_quantized() const {
+  const Layout& l = layout();
+  const PackedView& v = l.view;
+  const std::vector<std::int32_t> q = codes();
+  QParams qp;
+  if (l.format.group_size == 0) {
+    qp = QParams::per_channel(scales(), zero_points(), 0, l.qdtype, l.qscheme);
+  } else {
+    qp = QParams::per_group(scales(), zero_points(), 1, l.format.group_size, l.qdtype, l.qscheme);
+  }
+  return QuantizedTensor({v.n, v.k}, std::move(qp), pack_codes(q, l.qdtype));
+}
+
+}  // namespace lucid::quantization

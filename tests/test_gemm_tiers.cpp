@@ -1,0 +1,188 @@
+// Every int8 GEMM kernel variant the CPU supports against the reference kernel, bit for bit:
+// shapes around tile edges, uint8 / int8 codes, extreme zero points, strided and unaligned
+// rows whose last byte ends the allocation (ASan catches any read past it), guard bytes after C.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gemm/gemm_kernels.hpp"
+#include "gemm/packed_layout.hpp"
+#include "lucid/quantization/gemm.hpp"
+#include "lucid/quantization/runtime.hpp"
+#include "test_support.hpp"
+
+namespace Q = lucid::quantization;
+namespace G = lucid::quantization::igemm;
+
+namespace {
+
+const std::vector<std::int64_t> sizes = {1,  2,  3,  4,  5,  7,  8,  9,   15,  16,
+                                         17, 31, 33, 47, 48, 49, 64, 127, 255, 257};
+
+// A[M, K] with row stride `stride` starting `offset` bytes into an allocation
+// that ends exactly at the last code of the last row.
+struct Activations {
+  std::unique_ptr<std::uint8_t[]> bytes;
+  const std::uint8_t* data;
+  Activations(std::mt19937_64& rng, std::int64_t m, std::int64_t k, std::int64_t stride,
+              std::size_t offset) {
+    const auto size = offset + static_cast<std::size_t>((m - 1) * stride + k);
+    bytes = std::make_unique<std::uint8_t[]>(size);
+    std::uniform_int_distribution<int> byte(0, 255);
+    for (std::size_t i = 0; i < size; ++i)
+      bytes[i] = static_cast<std::uint8_t>(byte(rng));
+    data = bytes.get() + offset;
+  }
+};
+
+Q::PackedWeightsInt8 random_weights(std::mt19937_64& rng, std::int64_t n, std::int64_t k) {
+  std::uniform_int_distribution<int> code(-128, 127);
+  std::vector<std::int8_t> w(static_cast<std::size_t>(n * k));
+  for (auto& v : w)
+    v = static_cast<std::int8_t>(code(rng));
+  const float scale = 0.01f;
+  return Q::PackedWeightsInt8::pack(w.data(), n, k, k, {&scale, 1});
+}
+
+// Runs `kernel` over the whole of A × Wᵀ into an int32 block followed by guard values.
+std::vector<std::int32_t> run(const G::GemmKernel& kernel, const Activations& a, std::int64_t m,
+                              std::int64_t stride, bool flip, std::int32_t zero_point,
+                              const Q::PackedWeightsInt8& w) {
+  const auto& layout = w.layout();
+  constexpr std::int32_t guard = 0x5a5a5a5a;
+  constexpr std::int64_t guard_count = 16;
+  const std::int64_t width = layout.panels * G::panel_width;
+  std::vector<std::int32_t> acc(static_cast<std::size_t>(m * width + guard_count), guard);
+  const std::vector<std::int32_t> zero_points(static_cast<std::size_t>(m), zero_point);
+  G::GemmBlock b;
+  b.a = a.data;
+  b.a_stride = stride;
+  b.rows = m;
+  b.k = layout.k;
+  b.flip = flip;
+  b.zero_points = zero_points.data();
+  b.panels = layout.panel(0);
+  b.panel_count = layout.panels;
+  b.column_sums = layout.column_sums.data();
+  b.acc = acc.data();
+  b.acc_stride = width;
+  kernel.run(b);
+  for (std::int64_t i = m * width; i < m * width + guard_count; ++i)
+    EXPECT_EQ(acc[static_cast<std::size_t>(i)], guard) << kernel.name << " wrote past the block";
+  acc.resize(static_cast<std::size_t>(m * width));
+  return acc;
+}
+
+class GemmVariant : public ::testing::TestWithParam<std::size_t> {
+ protected:
+  void SetUp() override {
+    const auto variants = G::gemm_kernel_variants();
+    ASSERT_LT(GetParam(), variants.size());
+    kernel_ = variants[GetParam()];
+    if (!kernel_.supported) {
+      GTEST_SKIP() << "GEMM variant " << kernel_.name << " skipped: this CPU ("
+                   << Q::cpu_features().describe() << ") does not support it";
+    }
+  }
+  G::GemmKernel kernel_{};
+};
+
+TEST_P(GemmVariant, MatchesReferenceOverShapes) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  const G::GemmKernel reference = G::gemm_kernel_variants()[0];
+  std::uniform_int_distribution<std::size_t> pick(0, sizes.size() - 1);
+  std::uniform_int_distribution<int> offset(0, 63);
+  int cases = 0;
+  for (const std::int64_t k : sizes) {
+    for (int repeat = 0; repeat < 10; ++repeat) {
+      const std::int64_t m = sizes[pick(rng)];
+      const std::int64_t n = sizes[pick(rng)];
+      const Q::PackedWeightsInt8 w = random_weights(rng, n, k);
+      const bool flip = repeat % 2 == 1;
+      const std::int32_t low = flip ? -128 : 0;
+      const std::int32_t zero_points[] = {low, low + 255, low + 128, low + 1 + repeat * 23};
+      const std::int32_t z = zero_points[repeat / 2 % 4];
+      const std::int64_t stride = k + (repeat % 3 == 0 ? 0 : repeat * 5);
+      const Activations a(rng, m, k, stride, static_cast<std::size_t>(offset(rng)));
+      const std::int32_t effective = z + (flip ? 128 : 0);
+      const auto expected = run(reference, a, m, stride, flip, effective, w);
+      const auto actual = run(kernel_, a, m, stride, flip, effective, w);
+      ASSERT_EQ(actual, expected) << kernel_.name << " M=" << m << " N=" << n << " K=" << k
+                                  << " flip=" << flip << " z=" << z << " stride=" << stride;
+      ++cases;
+    }
+  }
+  std::cout << "[ gemm ] " << kernel_.name << ": " << cases << " cases\n";
+}
+
+TEST_P(GemmVariant, ExtremeCodesAtMaximumDepth) {
+  // K = max_gemm_depth with every product at its largest magnitude: the true sums
+  // K · 255 · (−128) and K · (−128) · (−128)... reach ±2^31 − 2^k and must not wrap.
+  const std::int64_t k = Q::max_gemm_depth;
+  const G::GemmKernel reference = G::gemm_kernel_variants()[0];
+  for (const std::int8_t code : {std::int8_t{-128}, std::int8_t{127}}) {
+    std::vector<std::int8_t> wv(static_cast<std::size_t>(17 * k), code);
+    const float scale = 1.0f;
+    const auto w = Q::PackedWeightsInt8::pack(wv.data(), 17, k, k, {&scale, 1});
+    for (const bool flip : {false, true}) {
+      // a − z = 255 (a = 255, z = 0) and −255 (a = 0, z = 255), in uint8 or int8 form.
+      for (const int sign : {1, -1}) {
+        std::mt19937_64 rng(1);
+        Activations a(rng, 2, k, k, 0);
+        const std::uint8_t fill = sign > 0 ? 255 : 0;
+        std::fill(a.bytes.get(), a.bytes.get() + 2 * k,
+                  static_cast<std::uint8_t>(fill ^ (flip ? 0x80 : 0)));
+        const std::int32_t effective = sign > 0 ? 0 : 255;  // z + 128 for int8 (already flipped)
+        const auto expected_value = static_cast<std::int64_t>(sign) * 255 * code * k;
+        ASSERT_LT(std::abs(expected_value), std::int64_t{1} << 31);
+        const auto actual = run(kernel_, a, 2, k, flip, effective, w);
+        const auto spec = run(reference, a, 2, k, flip, effective, w);
+        for (std::int64_t i = 0; i < 2 * 32; ++i) {
+          const std::int64_t col = i % 32;
+          const std::int64_t expected = col < 17 ? expected_value : 0;
+          ASSERT_EQ(actual[static_cast<std::size_t>(i)], expected)
+              << kernel_.name << " col " << col;
+          ASSERT_EQ(spec[static_cast<std::size_t>(i)], expected) << "reference col " << col;
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllVariants, GemmVariant,
+                         ::testing::Range<std::size_t>(0, G::gemm_kernel_variants().size()),
+                         [](const ::testing::TestParamInfo<std::size_t>& info) {
+                           return std::string(G::gemm_kernel_variants()[info.param].name);
+                         });
+
+// The best variant this CPU supports is the default one and agrees with the reference
+// (checked here on its own, as ctest runs each test in a separate process).
+TEST(GemmVariants, BestSupportedVariantIsUsedAndExercised) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  G::GemmKernel best{};
+  for (const G::GemmKernel& v : G::gemm_kernel_variants()) {
+    if (v.supported) {
+      best = v;
+    } else {
+      std::cout << "[ gemm ] variant " << v.name << " skipped: this CPU ("
+                << Q::cpu_features().describe() << ") does not support it\n";
+    }
+  }
+  std::cout << "[ gemm ] best supported variant: " << best.name << "\n";
+  const Q::PackedWeightsInt8 w = random_weights(rng, 49, 33);
+  const Activations a(rng, 17, 33, 33, 1);
+  EXPECT_EQ(run(best, a, 17, 33, false, 3, w),
+            run(G::gemm_kernel_variants()[0], a, 17, 33, false, 3, w));
+  if (std::getenv("LUCIDQ_ISA") == nullptr) {
+    EXPECT_STREQ(G::gemm_kernel().name, best.name)
+        << "the default tier should dispatch to the best supported variant";
+  }
+}
+
+}  // namespace

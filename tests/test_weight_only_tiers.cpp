@@ -1,0 +1,273 @@
+// Every weight-only kernel tier against the reference: bit-exact integer decode, bounded float
+// error.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "lucid/quantization/pack.hpp"
+#include "lucid/quantization/quantize.hpp"
+#include "lucid/quantization/runtime.hpp"
+#include "lucid/quantization/weight_only.hpp"
+#include "test_support.hpp"
+#include "weight_only_support.hpp"
+
+namespace Q = lucid::quantization;
+using Q::testing::exact_product;
+using Q::testing::gaussian;
+using Q::testing::PlainWeights;
+using Q::testing::rounding_bound;
+
+namespace {
+
+Q::WeightOnlyFormat fmt(int bits, std::int64_t group, bool symmetric, Q::ScaleType scales) {
+  Q::WeightOnlyFormat f;
+  f.bits = bits;
+  f.group_size = group;
+  f.symmetric = symmetric;
+  f.scale_type = scales;
+  return f;
+}
+
+class WeightOnlyTiers : public ::testing::Test {
+ protected:
+  void TearDown() override { Q::set_isa(Q::supported_isas().back()); }
+};
+
+// Runs y = x · ŵᵀ + bias on a tier, with padded strides and guard values around every row of y.
+std::vector<float> run_on(
+    Q::Isa isa, const std::vector<float>& x, std::int64_t m, const Q::PackedWeightsLowBit& w,
+    const float* bias, Q::WeightOnlyActivations activations = Q::WeightOnlyActivations::float32) {
+  Q::set_isa(isa);
+  const std::int64_t n = w.rows(), k = w.columns();
+  const std::int64_t xs = k + 3, ys = n + 5;
+  std::vector<float> xp(static_cast<std::size_t>(m * xs + 1), std::nanf(""));
+  for (std::int64_t r = 0; r < m; ++r) {
+    for (std::int64_t c = 0; c < k; ++c) {
+      xp[static_cast<std::size_t>(r * xs + c + 1)] = x[static_cast<std::size_t>(r * k + c)];
+    }
+  }
+  constexpr float guard = -12345.0f;
+  std::vector<float> yp(static_cast<std::size_t>(m * ys), guard);
+  Q::weight_only_gemm(xp.data() + 1, m, xs, w, bias, yp.data(), ys,
+                      Q::WeightOnlyOptions{activations});  // x unaligned by 4 bytes
+  std::vector<float> y(static_cast<std::size_t>(m * n));
+  for (std::int64_t r = 0; r < m; ++r) {
+    for (std::int64_t c = 0; c < ys; ++c) {
+      const float v = yp[static_cast<std::size_t>(r * ys + c)];
+      if (c < n) {
+        y[static_cast<std::size_t>(r * n + c)] = v;
+      } else {
+        EXPECT_EQ(v, guard) << "wrote past N at row " << r << " column " << c;
+      }
+    }
+  }
+  return y;
+}
+
+// One-hot activations and power-of-two scales make every float operation exact, so each
+// tier must return s · (q − z) bit for bit: the integer decode of every code is checked.
+TEST_F(WeightOnlyTiers, DecodeIsBitExactThroughTheKernels) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  for (const int bits : {4, 8}) {
+    for (const bool sym : {true, false}) {
+      for (const std::int64_t g : {std::int64_t{0}, std::int64_t{32}, std::int64_t{64}}) {
+        const std::int64_t n = 37, k = 77;  // ragged groups, partial panel, K not a multiple of 8
+        const Q::QDtype qd = Q::QDtype::full_range(bits, sym);
+        const std::int64_t groups = g == 0 ? 1 : (k + g - 1) / g;
+        std::uniform_int_distribution<int> code(static_cast<int>(qd.quant_min()),
+                                                static_cast<int>(qd.quant_max()));
+        std::uniform_int_distribution<int> exponent(-6, 3);
+        std::vector<std::int32_t> q(static_cast<std::size_t>(n * k));
+        for (auto& v : q)
+          v = code(rng);
+        const std::size_t params = static_cast<std::size_t>(n * groups);
+        std::vector<float> s(params);
+        std::vector<std::int32_t> z(params, 0);
+        for (std::size_t i = 0; i < params; ++i) {
+          s[i] = std::ldexp(1.0f, exponent(rng));
+          if (!sym) z[i] = code(rng);
+        }
+        const Q::QScheme scheme =
+            sym ? Q::QScheme::PER_CHANNEL_SYMMETRIC : Q::QScheme::PER_CHANNEL_AFFINE;
+        const Q::QParams qp = g == 0 ? Q::QParams::per_channel(s, z, 0, qd, scheme)
+                                     : Q::QParams::per_group(s, z, 1, g, qd, scheme);
+        const Q::QuantizedTensor qt({n, k}, qp, Q::pack_codes(q, qd));
+        const auto packed = Q::PackedWeightsLowBit::from_quantized(qt);
+        ASSERT_EQ(packed.codes(), q);
+        std::vector<float> x(static_cast<std::size_t>(k * k), 0.0f);
+        for (std::int64_t r = 0; r < k; ++r)
+          x[static_cast<std::size_t>(r * k + r)] = 1.0f;
+        for (const Q::Isa isa : Q::supported_isas()) {
+          SCOPED_TRACE(Q::to_string(isa) + " " + packed.format().describe());
+          const std::vector<float> y = run_on(isa, x, k, packed, nullptr);
+          for (std::int64_t r = 0; r < k; ++r) {
+            for (std::int64_t c = 0; c < n; ++c) {
+              const std::size_t gi = static_cast<std::size_t>(c * groups + (g == 0 ? 0 : r / g));
+              const float expected =
+                  s[gi] * static_cast<float>(q[static_cast<std::size_t>(c * k + r)] - z[gi]);
+              ASSERT_EQ(y[static_cast<std::size_t>(r * n + c)], expected)
+                  << "k=" << r << " n=" << c;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Gaussian data over shapes around the panel (16), block (8) and group edges and the row blocks
+// (4 for AVX2, 8 for AVX-512): every tier within the rounding bound of the exact product, and
+// the reference tier equal to the exact product rounded once.
+TEST_F(WeightOnlyTiers, EveryTierWithinTheRoundingBound) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  const std::int64_t ns[] = {1, 15, 16, 17, 40};
+  const std::int64_t ks[] = {1, 8, 31, 33, 64, 130, 300};
+  const std::int64_t ms[] = {1, 2, 3, 4, 5, 8, 9, 17};
+  int checked = 0;
+  for (const int bits : {4, 8}) {
+    for (const bool sym : {true, false}) {
+      for (const std::int64_t g : {std::int64_t{0}, std::int64_t{32}, std::int64_t{256}}) {
+        for (const Q::ScaleType st : {Q::ScaleType::f32, Q::ScaleType::bf16}) {
+          const std::int64_t n = ns[rng() % 5], k = ks[rng() % 7], m = ms[rng() % 8];
+          const Q::WeightOnlyFormat f = fmt(bits, g, sym, st);
+          SCOPED_TRACE(f.describe() + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
+                       " m=" + std::to_string(m));
+          const std::vector<float> w = gaussian(static_cast<std::size_t>(n * k), rng);
+          const std::vector<float> x = gaussian(static_cast<std::size_t>(m * k), rng);
+          const std::vector<float> b = gaussian(static_cast<std::size_t>(n), rng);
+          const auto packed = Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, f);
+          const PlainWeights p(packed);
+          const std::vector<double> exact = exact_product(x, m, p, b.data());
+          for (const Q::Isa isa : Q::supported_isas()) {
+            SCOPED_TRACE(Q::to_string(isa));
+            const std::vector<float> y = run_on(isa, x, m, packed, b.data());
+            for (std::int64_t r = 0; r < m; ++r) {
+              for (std::int64_t c = 0; c < n; ++c) {
+                const auto i = static_cast<std::size_t>(r * n + c);
+                if (isa == Q::Isa::reference) {
+                  ASSERT_EQ(y[i], static_cast<float>(exact[i])) << r << "," << c;
+                } else {
+                  ASSERT_NEAR(y[i], exact[i], rounding_bound(x, r, p, c, exact[i]))
+                      << r << "," << c;
+                }
+              }
+            }
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GE(checked, 24);
+}
+
+// A full sweep of the edges for one format per bit width (all shapes, all tiers).
+TEST_F(WeightOnlyTiers, ShapeSweep) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  for (const int bits : {4, 8}) {
+    for (const std::int64_t n : {1, 15, 16, 17, 33}) {
+      for (const std::int64_t k : {8, 31, 32, 33, 129}) {
+        for (const std::int64_t m : {1, 3, 7, 8, 9, 16}) {
+          const Q::WeightOnlyFormat f = fmt(bits, 32, bits == 8, Q::ScaleType::f32);
+          SCOPED_TRACE(f.describe() + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
+                       " m=" + std::to_string(m));
+          const std::vector<float> w = gaussian(static_cast<std::size_t>(n * k), rng);
+          const std::vector<float> x = gaussian(static_cast<std::size_t>(m * k), rng);
+          const auto packed = Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, f);
+          const PlainWeights p(packed);
+          const std::vector<double> exact = exact_product(x, m, p, nullptr);
+          for (const Q::Isa isa : Q::supported_isas()) {
+            if (isa == Q::Isa::reference) continue;
+            SCOPED_TRACE(Q::to_string(isa));
+            const std::vector<float> y = run_on(isa, x, m, packed, nullptr);
+            for (std::int64_t r = 0; r < m; ++r) {
+              for (std::int64_t c = 0; c < n; ++c) {
+                const auto i = static_cast<std::size_t>(r * n + c);
+                ASSERT_NEAR(y[i], exact[i], rounding_bound(x, r, p, c, exact[i])) << r << "," << c;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// The int8-activation path on every tier (the VNNI kernel on AVX-512 CPUs with it, the
+// reference kernel elsewhere) equals the test's own transcription of its specification bit for
+// bit: shapes around the 8-row × 3-panel tile, the int4 block (8) and group edges, ragged last
+// groups, int4 / int8, symmetric / affine, f32 / bf16 scales, with and without bias.
+TEST_F(WeightOnlyTiers, Int8PathMatchesItsSpecificationBitForBit) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  const std::int64_t ns[] = {1, 16, 37, 48, 49, 100};
+  const std::int64_t ks[] = {8, 13, 64, 77, 128, 200, 300};
+  const std::int64_t ms[] = {1, 7, 8, 9, 33, 70};
+  int checked = 0;
+  for (const int bits : {4, 8}) {
+    for (const bool sym : {true, false}) {
+      for (const std::int64_t g :
+           {std::int64_t{0}, std::int64_t{32}, std::int64_t{64}, std::int64_t{128}}) {
+        for (int trial = 0; trial < 3; ++trial) {
+          const std::int64_t n = ns[rng() % 6], k = ks[rng() % 7], m = ms[rng() % 6];
+          const auto scales = trial == 1 ? Q::ScaleType::bf16 : Q::ScaleType::f32;
+          const std::vector<float> w = gaussian(static_cast<std::size_t>(n * k), rng);
+          // Activations with an offset, so that the zero points are far from 128.
+          std::vector<float> x = gaussian(static_cast<std::size_t>(m * k), rng, 2.0f);
+          for (float& v : x)
+            v += trial == 2 ? 1.5f : 0.0f;
+          const std::vector<float> bias = gaussian(static_cast<std::size_t>(n), rng);
+          const auto packed =
+              Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, fmt(bits, g, sym, scales));
+          const float* b = trial == 0 ? nullptr : bias.data();
+          const std::vector<float> expected = Q::testing::int8_path_spec(x, m, packed, b);
+          for (const Q::Isa isa : Q::supported_isas()) {
+            SCOPED_TRACE(Q::to_string(isa) + " " + packed.format().describe() + " m=" +
+                         std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k));
+            const std::vector<float> y =
+                run_on(isa, x, m, packed, b, Q::WeightOnlyActivations::int8_dynamic);
+            ASSERT_EQ(y, expected);
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 0);
+}
+
+// Signed affine grids (from_quantized: lanes stored as q − grid_min) take the same path.
+TEST_F(WeightOnlyTiers, Int8PathSignedAffineGrids) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  for (const int bits : {4, 8}) {
+    const std::int64_t n = 21, k = 100, m = 11, g = 32;
+    const Q::QDtype qd = Q::QDtype::full_range(bits, true);
+    std::uniform_int_distribution<int> code(static_cast<int>(qd.quant_min()),
+                                            static_cast<int>(qd.quant_max()));
+    std::vector<std::int32_t> q(static_cast<std::size_t>(n * k));
+    for (auto& v : q)
+      v = code(rng);
+    const std::int64_t groups = (k + g - 1) / g;
+    std::vector<float> s(static_cast<std::size_t>(n * groups));
+    std::vector<std::int32_t> z(s.size());
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      s[i] = 0.01f + 0.001f * static_cast<float>(i % 17);
+      z[i] = code(rng);
+    }
+    const Q::QParams qp = Q::QParams::per_group(s, z, 1, g, qd, Q::QScheme::PER_CHANNEL_AFFINE);
+    const auto packed = Q::PackedWeightsLowBit::from_quantized(
+        Q::QuantizedTensor({n, k}, qp, Q::pack_codes(q, qd)));
+    ASSERT_FALSE(packed.format().symmetric);
+    const std::vector<float> x = gaussian(static_cast<std::size_t>(m * k), rng);
+    const std::vector<float> expected = Q::testing::int8_path_spec(x, m, packed, nullptr);
+    for (const Q::Isa isa : Q::supported_isas()) {
+      SCOPED_TRACE(Q::to_string(isa) + " " + packed.format().describe());
+      EXPECT_EQ(run_on(isa, x, m, packed, nullptr, Q::WeightOnlyActivations::int8_dynamic),
+                expected);
+    }
+  }
+}
+
+}  // namespace
