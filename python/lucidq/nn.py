@@ -80,7 +80,34 @@ def _per_tensor(observer, what, owner):
     return qparams
 
 
-class QuantizedLinear:
+class _PackedInt8Linear:
+    """What both int8 layers share: the packed weight [out_features, in_features] and the bias."""
+
+    @property
+    def in_features(self):
+        return self._packed.columns
+
+    @property
+    def out_features(self):
+        return self._packed.rows
+
+    @property
+    def weight(self):
+        """The int8 weight as a QuantizedTensor [out_features, in_features]."""
+        return self._packed.to_quantized()
+
+    @property
+    def packed_weight(self):
+        """The PackedWeightsInt8 the GEMM reads."""
+        return self._packed
+
+    @property
+    def bias(self):
+        """The float32 bias [out_features] (a copy), or None."""
+        return None if self._bias is None else self._bias.copy()
+
+
+class QuantizedLinear(_PackedInt8Linear):
     """A statically quantized linear layer, as torch.ao.nn.quantized.Linear.
 
     y = dequantize(requantize((quantize(x) - z_in) @ W_int8.T, bias)) with
@@ -266,29 +293,6 @@ class QuantizedLinear:
         )
 
     @property
-    def in_features(self):
-        return self._packed.columns
-
-    @property
-    def out_features(self):
-        return self._packed.rows
-
-    @property
-    def weight(self):
-        """The int8 weight as a QuantizedTensor [out_features, in_features]."""
-        return self._packed.to_quantized()
-
-    @property
-    def packed_weight(self):
-        """The PackedWeightsInt8 the GEMM reads."""
-        return self._packed
-
-    @property
-    def bias(self):
-        """The float32 bias [out_features] (a copy), or None."""
-        return None if self._bias is None else self._bias.copy()
-
-    @property
     def relu(self):
         return self._relu
 
@@ -369,7 +373,7 @@ class QuantizedLinear:
         return text + ")"
 
 
-class DynamicQuantizedLinear:
+class DynamicQuantizedLinear(_PackedInt8Linear):
     """A dynamically quantized linear layer, as torch.ao.nn.quantized.dynamic.Linear.
 
     Float x [..., K] -> float32 [..., N]: each call quantizes x with
@@ -416,27 +420,6 @@ class DynamicQuantizedLinear:
         channel unless per_channel=False)."""
         packed = _packed(weight, per_channel, weight_qdtype, cls.__name__)
         return cls(packed, bias, per_row=per_row, qdtype=qdtype)
-
-    @property
-    def in_features(self):
-        return self._packed.columns
-
-    @property
-    def out_features(self):
-        return self._packed.rows
-
-    @property
-    def weight(self):
-        """The int8 weight as a QuantizedTensor [out_features, in_features]."""
-        return self._packed.to_quantized()
-
-    @property
-    def packed_weight(self):
-        return self._packed
-
-    @property
-    def bias(self):
-        return None if self._bias is None else self._bias.copy()
 
     @property
     def per_row(self):
