@@ -4,6 +4,12 @@
 #include <algorithm>
 #include <cstring>
 
+#if defined(LUCIDQ_X86_KERNELS)
+#include <immintrin.h>
+#endif
+
+#include "lucid/quantization/runtime.hpp"
+
 namespace lucid::quantization::igemm {
 namespace {
 
@@ -13,6 +19,32 @@ inline double round_even(double x) {
   constexpr double magic = 6755399441055744.0;  // 1.5 · 2^52 (not folded: no -ffast-math)
   return (x + magic) - magic;
 }
+
+#if defined(LUCIDQ_X86_KERNELS)
+// RequantizeStage::apply's row loop, 8 outputs per step (the baseline build vectorizes it 2
+// wide, with scalar tails): the same double operations in the same order, so the same bytes.
+// max / min equal the loop's comparisons as no value is NaN. (The maskz forms with a full
+// mask avoid GCC 12's -Wmaybe-uninitialized on the unmasked intrinsics.)
+[[gnu::target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")]] void requantize_row_avx512(
+    const std::int32_t* in, const double* bias, const double* m, const double* o, std::uint8_t* out,
+    std::int64_t cols, const double (&bounds)[5]) {
+  const __m512d below = _mm512_set1_pd(bounds[0]), above = _mm512_set1_pd(bounds[1]);
+  const __m512d low = _mm512_set1_pd(bounds[2]), high = _mm512_set1_pd(bounds[3]);
+  const __m512d z = _mm512_set1_pd(bounds[4]);
+  const __m512d magic = _mm512_set1_pd(6755399441055744.0);
+  for (std::int64_t j = 0; j < cols; j += 8) {
+    const auto mask = static_cast<__mmask8>(cols - j >= 8 ? 0xff : (1u << (cols - j)) - 1);
+    const __m512d acc = _mm512_maskz_cvtepi32_pd(0xff, _mm256_maskz_loadu_epi32(mask, in + j));
+    const __m512d sum = _mm512_add_pd(acc, _mm512_maskz_loadu_pd(mask, bias + j));
+    const __m512d product = _mm512_mul_pd(sum, _mm512_maskz_loadu_pd(mask, m + j));
+    __m512d x = _mm512_add_pd(product, _mm512_maskz_loadu_pd(mask, o + j));
+    x = _mm512_maskz_min_pd(0xff, _mm512_maskz_max_pd(0xff, x, below), above);
+    __m512d q = _mm512_sub_pd(_mm512_add_pd(x, magic), magic);
+    q = _mm512_add_pd(_mm512_maskz_min_pd(0xff, _mm512_maskz_max_pd(0xff, q, low), high), z);
+    _mm256_mask_cvtepi32_storeu_epi8(out + j, mask, _mm512_maskz_cvttpd_epi32(0xff, q));
+  }
+}
+#endif
 
 }  // namespace
 
@@ -76,6 +108,12 @@ void RequantizeStage::apply(std::int64_t row_begin, std::int64_t rows, std::int6
   for (std::int64_t r = 0; r < rows; ++r) {
     const std::int32_t* in = acc + r * acc_stride;
     auto* out = static_cast<std::uint8_t*>(c_.data) + (row_begin + r) * c_.row_stride + col_begin;
+#if defined(LUCIDQ_X86_KERNELS)
+    if (active_isa() == Isa::avx512) {
+      requantize_row_avx512(in, bias, m, o, out, cols, {below, above, low_, high_, z});
+      continue;
+    }
+#endif
     for (std::int64_t j = 0; j < cols; ++j) {
       // double(acc + bias_int32) is exactly double(acc) + double(bias_int32): both
       // are below 2^31 in magnitude, so their sum needs at most 33 bits.

@@ -12,11 +12,10 @@ namespace {
 
 constexpr int max_rows = 4;  // rows per micro-tile, each against 8 channels (half a panel)
 
-// Four codes of a row (k % 4 == count tail: zero-padded, never read past the row),
-// flipped for int8 and widened to 4 × int16, repeated in every 64-bit lane.
-inline __m256i broadcast_codes(const std::uint8_t* p, std::int64_t count, std::uint32_t flip) {
-  std::uint32_t v = 0;
-  std::memcpy(&v, p, static_cast<std::size_t>(count));
+// Four codes at `p`, flipped for int8 and widened to 4 × int16, repeated in every 64-bit lane.
+inline __m256i broadcast_codes(const std::uint8_t* p, std::uint32_t flip) {
+  std::uint32_t v;
+  std::memcpy(&v, p, 4);
   const __m128i wide = _mm_cvtepu8_epi16(_mm_cvtsi32_si128(static_cast<int>(v ^ flip)));
   return _mm256_broadcastq_epi64(wide);
 }
@@ -27,24 +26,40 @@ void micro_tile(const igemm::GemmBlock& b, std::int64_t row, const std::int8_t* 
                 const std::int32_t* column_sums, std::int32_t* acc) {
   const std::uint32_t flip = b.flip ? 0x80808080u : 0u;
   // c[r][0]: channels 0-3, c[r][1]: channels 4-7, as (k0·w0 + k1·w1, k2·w2 + k3·w3) pairs.
+  // The row loops are unrolled so that the accumulators stay in registers.
   __m256i c[R][2];
-  for (int r = 0; r < R; ++r)
+  const std::uint8_t* a[R];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
     c[r][0] = c[r][1] = _mm256_setzero_si256();
-  const std::uint8_t* a = b.a + row * b.a_stride;
-  const std::int64_t groups = (b.k + 3) / 4;
-  for (std::int64_t g = 0; g < groups; ++g) {
-    const std::int8_t* wg = half + g * 64;
+    a[r] = b.a + (row + r) * b.a_stride;
+  }
+  const auto step = [&](const std::int8_t* wg, std::int64_t offset) {
     const __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wg)));
     const __m256i w1 =
         _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wg + 16)));
-    const std::int64_t count = std::min<std::int64_t>(4, b.k - 4 * g);
+#pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
-      const __m256i av = broadcast_codes(a + r * b.a_stride + 4 * g, count, flip);
+      const __m256i av = broadcast_codes(a[r] + offset, flip);
       c[r][0] = _mm256_add_epi32(c[r][0], _mm256_madd_epi16(av, w0));
       c[r][1] = _mm256_add_epi32(c[r][1], _mm256_madd_epi16(av, w1));
     }
+  };
+  const std::int64_t full = b.k / 4;
+  for (std::int64_t g = 0; g < full; ++g)
+    step(half + g * 64, 4 * g);
+  if (b.k % 4 != 0) {
+    // The k % 4 tail from zero-padded copies (never read past a row); padding meets zero weights.
+    alignas(16) std::uint8_t tails[4 * max_rows] = {};
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      std::memcpy(tails + 4 * r, a[r] + 4 * full, static_cast<std::size_t>(b.k % 4));
+      a[r] = tails + 4 * r;
+    }
+    step(half + full * 64, 0);
   }
   const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(column_sums));
+#pragma GCC unroll 4
   for (int r = 0; r < R; ++r) {
     // hadd gives channels (0, 1, 4, 5 | 2, 3, 6, 7); the permute restores 0..7.
     const __m256i pairs = _mm256_hadd_epi32(c[r][0], c[r][1]);
