@@ -4,6 +4,7 @@
 
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/observer_calibrators.hpp"
+#include "observers/calibrator_options.hpp"
 #include "observers/dyadic_histogram.hpp"
 #include "observers/state.hpp"
 
@@ -91,27 +92,20 @@ ClipRange PercentileObserver::clipping_range() const {
 
 void PercentileObserver::merge(const Observer& other) {
   require_same_config(other);
-  if (static_cast<const PercentileObserver&>(other).options_ != options_) {
-    throw Error("PercentileObserver.merge: other has other options (expected the same)");
-  }
+  detail::require_same_options(name(), options_,
+                               static_cast<const PercentileObserver&>(other).options_);
   HistogramCalibrator::merge(other);
 }
 
 std::string PercentileObserver::save_state() const {
-  detail::Json options = detail::grid_to_json(grid_);
-  options["percentile"] = options_.percentile;
-  options["bins"] = options_.bins;
-  options["ch_axis"] = options_.ch_axis;
-  return detail::write_state(name(), std::move(options), detail::Json::parse(stats_json()));
+  return detail::write_state(name(), detail::options_to_json(grid_, options_),
+                             detail::Json::parse(stats_json()));
 }
 
 void PercentileObserver::load_state(std::string_view state) {
   const auto parsed = detail::read_state(state, name());
-  Options options;
-  options.percentile = detail::field<double>(parsed.options, "percentile", name());
-  options.bins = detail::field<std::int64_t>(parsed.options, "bins", name());
-  options.ch_axis = detail::field<int>(parsed.options, "ch_axis", name());
-  PercentileObserver loaded(detail::grid_from_json(parsed.options), options);
+  PercentileObserver loaded(detail::grid_from_json(parsed.options),
+                            detail::options_from_json<Options>(parsed.options, name()));
   loaded.load_stats_json(parsed.stats.dump());
   *this = loaded;
 }
