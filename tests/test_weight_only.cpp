@@ -230,10 +230,11 @@ TEST(WeightOnlyGemm, LinearShapesAndBf16Activations) {
     xf[i] = Q::bfloat16_to_float(xb[i]);
   }
   const Q::TensorView bias(b.data(), Q::ScalarType::float32, {n});
+  const Q::WeightOnlyOptions float_path{Q::WeightOnlyActivations::float32};
   const Q::Tensor yb = Q::weight_only_linear(
-      Q::TensorView(xb.data(), Q::ScalarType::bfloat16, {2, 3, k}), packed, &bias);
+      Q::TensorView(xb.data(), Q::ScalarType::bfloat16, {2, 3, k}), packed, &bias, float_path);
   const Q::Tensor yf = Q::weight_only_linear(
-      Q::TensorView(xf.data(), Q::ScalarType::float32, {2, 3, k}), packed, &bias);
+      Q::TensorView(xf.data(), Q::ScalarType::float32, {2, 3, k}), packed, &bias, float_path);
   EXPECT_EQ(yb.shape(), (Q::Shape{2, 3, n}));
   for (std::int64_t i = 0; i < yb.numel(); ++i) {
     ASSERT_EQ(yb.floats()[static_cast<std::size_t>(i)], yf.floats()[static_cast<std::size_t>(i)])
@@ -380,23 +381,51 @@ TEST(WeightOnlyGemm, Int8PathThreadCountDoesNotChangeResults) {
   }
 }
 
-// `automatic` takes int8_dynamic exactly when M >= int8_min_rows on the AVX-512 tier of a CPU
-// with AVX512-VNNI (and groups fit); float32 otherwise, and whenever x is not finite.
+// On the int8-activation path (automatic's choice on AVX512-VNNI CPUs) each output row depends
+// only on its own row of x: a batch gives the bits of its rows run one by one, whichever kernel
+// (few-row or tile) the batch size picks, on every tier. (The float32 path is not: its kernels
+// split K into more partial sums when there are fewer rows.)
+TEST(WeightOnlyGemm, RowsAreBatchInvariant) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  const std::int64_t n = 70, k = 200, m = 40;
+  const std::vector<float> w = gaussian(static_cast<std::size_t>(n * k), rng);
+  const std::vector<float> x = gaussian(static_cast<std::size_t>(m * k), rng);
+  const Q::Isa before = Q::active_isa();
+  for (const int bits : {4, 8}) {
+    const auto packed = Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, fmt(bits, 64, false));
+    for (const Q::Isa isa : Q::supported_isas()) {
+      Q::set_isa(isa);
+      {
+        const auto path = Q::WeightOnlyActivations::int8_dynamic;
+        SCOPED_TRACE(Q::to_string(isa) + " int" + std::to_string(bits) + " " + Q::to_string(path));
+        const std::vector<float> batch = run(x, m, packed, nullptr, path);
+        for (const std::int64_t r : {std::int64_t{0}, std::int64_t{5}, m - 1}) {
+          const std::vector<float> row(x.begin() + r * k, x.begin() + (r + 1) * k);
+          const std::vector<float> alone = run(row, 1, packed, nullptr, path);
+          EXPECT_TRUE(std::equal(alone.begin(), alone.end(), batch.begin() + r * n)) << "row " << r;
+        }
+      }
+    }
+  }
+  Q::set_isa(before);
+}
+
+// `automatic` takes int8_dynamic for every M on the AVX-512 tier of a CPU with AVX512-VNNI (and
+// groups fit); float32 otherwise, and whenever x is not finite.
 TEST(WeightOnlyGemm, AutomaticPicksTheDocumentedPath) {
   std::mt19937_64 rng(Q::testing::test_seed());
   const std::int64_t n = 40, k = 300;
   const std::vector<float> w = gaussian(static_cast<std::size_t>(n * k), rng);
   const auto packed = Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, fmt(4, 64, true));
-  const std::int64_t threshold = Q::WeightOnlyOptions::int8_min_rows;
   const Q::Isa before = Q::active_isa();
   for (const Q::Isa isa : Q::supported_isas()) {
     Q::set_isa(isa);
     const bool fast = isa == Q::Isa::avx512 && Q::cpu_features().avx512vnni;
-    for (const std::int64_t m : {std::int64_t{1}, threshold - 1, threshold, threshold + 7}) {
+    for (const std::int64_t m : {std::int64_t{1}, std::int64_t{4}, std::int64_t{33}}) {
       SCOPED_TRACE(Q::to_string(isa) + " m=" + std::to_string(m));
       const auto path = Q::resolve_activations({}, m, packed);
-      const auto want = (fast && m >= threshold) ? Q::WeightOnlyActivations::int8_dynamic
-                                                 : Q::WeightOnlyActivations::float32;
+      const auto want =
+          fast ? Q::WeightOnlyActivations::int8_dynamic : Q::WeightOnlyActivations::float32;
       EXPECT_EQ(path, want);
       for (const auto explicit_path :
            {Q::WeightOnlyActivations::float32, Q::WeightOnlyActivations::int8_dynamic}) {
@@ -408,7 +437,7 @@ TEST(WeightOnlyGemm, AutomaticPicksTheDocumentedPath) {
                 run(x, m, packed, nullptr, want));
     }
     // Non-finite x: automatic falls back to float32 (NaN propagates), int8_dynamic throws.
-    const std::int64_t m = threshold;
+    const std::int64_t m = 16;
     std::vector<float> x = gaussian(static_cast<std::size_t>(m * k), rng);
     x[static_cast<std::size_t>(5 * k + 7)] = std::nanf("");
     const auto y = run(x, m, packed, nullptr, Q::WeightOnlyActivations::automatic);

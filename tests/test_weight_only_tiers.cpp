@@ -238,6 +238,42 @@ TEST_F(WeightOnlyTiers, Int8PathMatchesItsSpecificationBitForBit) {
   EXPECT_GT(checked, 0);
 }
 
+// The few-row int8 kernel (M ≤ 8: row blocks of 1-4, blocks of 4 panels, a partial last block
+// per thread) against the same specification, for every format.
+TEST_F(WeightOnlyTiers, Int8PathFewRowsMatchesItsSpecification) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  int checked = 0;
+  for (const int bits : {4, 8}) {
+    for (const bool sym : {true, false}) {
+      for (const std::int64_t g : {std::int64_t{0}, std::int64_t{32}, std::int64_t{128}}) {
+        // N from one channel to past two 4-panel blocks; K with ragged groups and k % 8 != 0.
+        const std::int64_t n = std::int64_t{1} + static_cast<std::int64_t>(rng() % 150);
+        const std::int64_t k = g == 128 ? 300 : 77;
+        const auto scales = rng() % 2 == 0 ? Q::ScaleType::bf16 : Q::ScaleType::f32;
+        const std::vector<float> w = gaussian(static_cast<std::size_t>(n * k), rng);
+        const auto packed =
+            Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, fmt(bits, g, sym, scales));
+        const std::vector<float> bias = gaussian(static_cast<std::size_t>(n), rng);
+        for (std::int64_t m = 1; m <= 9; ++m) {
+          std::vector<float> x = gaussian(static_cast<std::size_t>(m * k), rng, 2.0f);
+          for (float& v : x)
+            v += static_cast<float>(m % 3) - 1.0f;
+          const float* b = m % 2 == 0 ? bias.data() : nullptr;
+          const std::vector<float> expected = Q::testing::int8_path_spec(x, m, packed, b);
+          for (const Q::Isa isa : Q::supported_isas()) {
+            SCOPED_TRACE(Q::to_string(isa) + " " + packed.format().describe() + " m=" +
+                         std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k));
+            ASSERT_EQ(run_on(isa, x, m, packed, b, Q::WeightOnlyActivations::int8_dynamic),
+                      expected);
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 0);
+}
+
 // Signed affine grids (from_quantized: lanes stored as q − grid_min) take the same path.
 TEST_F(WeightOnlyTiers, Int8PathSignedAffineGrids) {
   std::mt19937_64 rng(Q::testing::test_seed());

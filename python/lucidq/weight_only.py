@@ -82,9 +82,9 @@ class WeightOnlyLinear:
         symmetric: signed grid, zero point 0 (else affine, unsigned grid);
         scale_type: "f32" or "bf16"; activations: "float32" (float FMAs, weight
         error only), "int8" (each row of x quantized dynamically to uint8 and
-        multiplied exactly in int32: faster for many rows, adds the activation
-        quantization error) or "auto" (int8 when a call has at least
-        lucidq.weight_only_int8_min_rows rows and the CPU has AVX512-VNNI).
+        multiplied exactly in int32: faster, adds the activation
+        quantization error) or "auto" (int8 when the CPU has AVX512-VNNI and
+        x is finite, for any number of rows).
         """
         packed = PackedWeightsLowBit.quantize(
             weight, bits=bits, group_size=group_size, symmetric=symmetric, scale_type=scale_type

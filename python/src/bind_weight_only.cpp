@@ -137,10 +137,8 @@ Immutable. See docs/formats.md, "Weight-only group formats".
         "y = x · ŵᵀ + bias: x float [..., K] (or bfloat16 bit patterns in uint16 with "
         "input_dtype=\"bfloat16\"), returns float32 [..., N]. activations: \"float32\" "
         "(float FMAs), \"int8\" (rows of x quantized dynamically to uint8, exact int8 "
-        "products; adds activation-quantization error) or \"auto\" (int8 when the product "
-        "has at least weight_only_int8_min_rows rows and the CPU has AVX512-VNNI; "
-        "docs/numerics.md).");
-  m.attr("weight_only_int8_min_rows") = Q::WeightOnlyOptions::int8_min_rows;
+        "products; adds activation-quantization error) or \"auto\" (int8 when the CPU has "
+        "AVX512-VNNI and x is finite, whatever the number of rows; docs/numerics.md).");
   m.def(
       "weight_only_activations",
       [](const Q::PackedWeightsLowBit& w, std::int64_t rows, const std::string& activations) {

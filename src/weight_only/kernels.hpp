@@ -65,9 +65,15 @@ struct KernelTable {
 /// The reference int8-activation kernel: the exact semantics every fast variant reproduces.
 void int8_panels_reference(const Int8Args& args, std::int64_t panel_begin, std::int64_t panel_end);
 #if defined(LUCIDQ_X86_KERNELS)
-/// AVX-512 VNNI (vpdpbusd) variant; callers check cpu_features().avx512vnni.
+/// AVX-512 VNNI (vpdpbusd) variant for many rows (codes decoded once per 48-channel tile);
+/// callers check cpu_features().avx512vnni.
 void int8_panels_avx512_vnni(const Int8Args& args, std::int64_t panel_begin,
                              std::int64_t panel_end);
+/// Panels per block of int8_gemv_avx512_vnni (threads split the panels on multiples of it).
+inline constexpr std::int64_t gemv_panels = 4;
+/// AVX-512 VNNI variant for a few rows (M ≤ int8_gemv_max_rows): codes decoded in registers,
+/// the weights streamed once; the same results as int8_panels_avx512_vnni.
+void int8_gemv_avx512_vnni(const Int8Args& args, std::int64_t panel_begin, std::int64_t panel_end);
 #endif
 
 /// The reference tier: double-precision sums of x · s · (q − z), rounded once.

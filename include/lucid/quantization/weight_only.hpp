@@ -13,9 +13,10 @@
 // float32 and apply the group's scale (and the zero point through Σ_k x) once
 // per group. Results are float32 and agree with the exact value within the
 // rounding bound of docs/numerics.md; they never depend on the thread count.
-// For M ≥ WeightOnlyOptions::int8_min_rows on AVX512-VNNI CPUs the default
-// (automatic) instead quantizes x per row to uint8 and multiplies exactly in
-// int32 (WeightOnlyActivations::int8_dynamic; "The int8-activation path").
+// On AVX512-VNNI CPUs the default (automatic) instead quantizes x per row to
+// uint8 and multiplies exactly in int32 (WeightOnlyActivations::int8_dynamic;
+// "The int8-activation path"), for any M; on that path a row's result never
+// depends on the other rows of the call.
 #pragma once
 
 #include <cstdint>
@@ -122,9 +123,11 @@ class PackedWeightsLowBit {
 ///   the activation-quantization error (≈ s_x² / 12 per element). The same
 ///   bits on every tier: tiers without a VNNI kernel run the reference one
 ///   (slow). Throws Error for non-finite x; needs every group ≤ 65536 long.
-/// - automatic: int8_dynamic when M ≥ int8_min_rows, the active tier is
-///   AVX-512 on a CPU with AVX512-VNNI, every group is ≤ 65536 long and x is
-///   finite; float32 otherwise.
+/// - automatic: int8_dynamic when the active tier is AVX-512 on a CPU with
+///   AVX512-VNNI, every group is ≤ 65536 long and x is finite; float32
+///   otherwise. The choice does not depend on M, and on the int8 path each
+///   output row depends only on its own row of x (the same bits alone or in
+///   a batch; the float32 path's rounding depends on M).
 enum class WeightOnlyActivations : std::uint8_t { float32, int8_dynamic, automatic };
 
 /// "float32" / "int8_dynamic" / "automatic".
@@ -132,9 +135,6 @@ std::string to_string(WeightOnlyActivations activations);
 
 struct WeightOnlyOptions {
   WeightOnlyActivations activations = WeightOnlyActivations::automatic;
-  /// The smallest M for which `automatic` picks int8_dynamic (measured
-  /// crossover, docs/numerics.md).
-  static constexpr std::int64_t int8_min_rows = 16;
 };
 
 /// The path weight_only_gemm takes for m rows of finite x (float32 or
@@ -147,14 +147,16 @@ WeightOnlyActivations resolve_activations(const WeightOnlyOptions& options, std:
 /// K = w.columns(), N = w.rows(). bias: N floats or null. y: float32, row m at
 /// y + m · y_row_stride. M = 0 is a no-op. float32 path: M ≤ 8 streams the
 /// weights once (GEMV path); larger M reuses each decoded panel across rows.
-/// int8_dynamic path: each 48-channel tile is decoded to int8 once per call.
+/// int8_dynamic path: M ≤ 32 decodes the codes in registers and streams the
+/// weights once (per 4 rows from L2); larger M decodes each 48-channel tile to
+/// int8 once per call.
 /// Uses the active kernel tier and num_threads() threads (split over output
 /// channels, never over K). Throws Error (and writes nothing) for null
 /// pointers, m < 0, strides smaller than a row, an empty w, or an x_type
 /// other than float32 / bfloat16. Non-finite x propagates as IEEE arithmetic
 /// does. Safe to call from several threads at once with distinct outputs.
 /// `options` picks the activation arithmetic (WeightOnlyActivations; the
-/// default, automatic, keeps float32 for M below int8_min_rows).
+/// default, automatic, is int8_dynamic on AVX512-VNNI CPUs).
 void weight_only_gemm(const void* x, ScalarType x_type, std::int64_t m, std::int64_t x_row_stride,
                       const PackedWeightsLowBit& w, const float* bias, float* y,
                       std::int64_t y_row_stride, const WeightOnlyOptions& options = {});

@@ -1,6 +1,8 @@
-// AVX-512 VNNI int8-activation weight-only kernel: int4 / int8 codes decoded to int8, vpdpbusd.
+// AVX-512 VNNI int8-activation weight-only kernel for many rows: codes decoded to int8 tiles,
+// vpdpbusd.
 //
-// Each tile of 3 panels (48 channels) is first decoded to int8 into a scratch buffer (k_padded ·
+// Used above 32 rows (fewer rows: weight_only_gemv.cpp). Each tile of 3 panels (48 channels)
+// is first decoded to int8 into a scratch buffer (k_padded ·
 // 48 bytes), once for all M rows; then 8 rows at a time run over it with 24 int32
 // accumulators named one by one (GCC spills an array of them). Per group j the
 // accumulators restart from 0, take Σ_{k in j} xq · w8 exactly (vpdpbusd,
@@ -22,7 +24,7 @@
 #include <memory>
 #include <new>
 
-#include "weight_only/kernels.hpp"
+#include "kernels/avx512/weight_only_int8_stage.hpp"
 
 namespace lucid::quantization::weight_only {
 namespace {
@@ -43,30 +45,12 @@ struct Aligned {
   void operator()(std::uint8_t* p) const { ::operator delete[](p, std::align_val_t{64}); }
 };
 
-inline __m512 load_scales(const PackedView& v, const std::uint8_t* meta) {
-  if (v.bf16_scales) {
-    const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(meta));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
-  }
-  return _mm512_loadu_ps(reinterpret_cast<const float*>(meta));
-}
-
 // Decodes panels [panel0, panel0 + 3) (clamped to `panels`) into `scratch`: per panel
 // k_padded / 4 vectors of 64 bytes, vector i holding 16 channels × 4 int8 codes in the order of
 // staged activation bytes [4i, 4i + 4) (for int4: the low nibbles, then the high nibbles, of
 // each 8-code block; for int8: the block transposed to channel-major).
 template <int Bits, bool Symmetric>
 void decode_tile(const PackedView& v, std::int64_t panel0, int panels, std::uint8_t* scratch) {
-  const __m512i nibble = _mm512_set1_epi8(0x0f);
-  // Signed int4: nibble n -> (n ^ 8) - 8.
-  const __m512i sign_table =
-      _mm512_broadcast_i32x4(_mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1));
-  // int8 block transpose: dword 4L + t <- dword 4t + L, then bytes 4i + t <- 4t + i per lane.
-  const __m512i dword_order =
-      _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-  const __m512i byte_order =
-      _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
-  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
   const std::int64_t panel_vectors = v.k_padded / 4;
   for (int p = 0; p < tile_panels; ++p) {
     const std::int64_t panel = panel0 + std::min(p, panels - 1);
@@ -78,23 +62,16 @@ void decode_tile(const PackedView& v, std::int64_t panel0, int panels, std::uint
       if constexpr (Bits == 4) {
         for (std::int64_t b = 0; b < len / 8; ++b) {
           _mm_prefetch(reinterpret_cast<const char*>(rec + 64 * b + prefetch_bytes), _MM_HINT_T0);
-          const __m512i q = _mm512_load_si512(rec + 64 * b);
-          __m512i lo = _mm512_and_si512(q, nibble);
-          __m512i hi = _mm512_and_si512(_mm512_srli_epi16(q, 4), nibble);
-          if constexpr (Symmetric) {
-            lo = _mm512_shuffle_epi8(sign_table, lo);
-            hi = _mm512_shuffle_epi8(sign_table, hi);
-          }
+          __m512i lo, hi;
+          int8_stage::decode_int4<Symmetric>(_mm512_load_si512(rec + 64 * b), lo, hi);
           _mm512_store_si512(dst + 2 * b, lo);
           _mm512_store_si512(dst + 2 * b + 1, hi);
         }
       } else {
         for (std::int64_t b = 0; b < len / 4; ++b) {
           _mm_prefetch(reinterpret_cast<const char*>(rec + 64 * b + prefetch_bytes), _MM_HINT_T0);
-          __m512i t = _mm512_shuffle_epi8(
-              _mm512_permutexvar_epi32(dword_order, _mm512_load_si512(rec + 64 * b)), byte_order);
-          if constexpr (!Symmetric) t = _mm512_xor_si512(t, flip);  // int8_lane: u − 128
-          _mm512_store_si512(dst + b, t);
+          _mm512_store_si512(dst + b,
+                             int8_stage::decode_int8<Symmetric>(_mm512_load_si512(rec + 64 * b)));
         }
       }
     }
@@ -165,53 +142,29 @@ void tile(const Int8Args& a, const std::uint8_t* scratch, std::int64_t panel0, i
     const std::uint8_t* m0 = v.record(panel0, j) + v.code_bytes(len);
     const std::uint8_t* m1 = v.record(p1, j) + v.code_bytes(len);
     const std::uint8_t* m2 = v.record(p2, j) + v.code_bytes(len);
-    const __m512 s0 = load_scales(v, m0), s1 = load_scales(v, m1), s2 = load_scales(v, m2);
-    __m512 z0 = _mm512_setzero_ps(), z1 = z0, z2 = z0;
-    if constexpr (!Symmetric) {
-      const auto zeros = [&](const std::uint8_t* meta) {
-        __m512i z = _mm512_cvtepu8_epi32(
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(meta + v.scale_bytes())));
-        if constexpr (Bits == 8) z = _mm512_sub_epi32(z, _mm512_set1_epi32(128));
-        return z;
-      };
-      z0 = _mm512_mul_ps(s0, _mm512_cvtepi32_ps(zeros(m0)));
-      z1 = _mm512_mul_ps(s1, _mm512_cvtepi32_ps(zeros(m1)));
-      z2 = _mm512_mul_ps(s2, _mm512_cvtepi32_ps(zeros(m2)));
-    }
-#define LUCIDQ_FLUSH_ONE(r, p)                                                               \
-  {                                                                                          \
-    __m512 f = _mm512_fmadd_ps(s##p, _mm512_cvtepi32_ps(_mm512_load_si512(dot[r] + 16 * p)), \
-                               _mm512_load_ps(facc[r] + 16 * p));                            \
-    if constexpr (!Symmetric) f = _mm512_fnmadd_ps(z##p, xs, f);                             \
-    _mm512_store_ps(facc[r] + 16 * p, f);                                                    \
-  }
+    const __m512 s0 = int8_stage::load_scales(v, m0);
+    const __m512 s1 = int8_stage::load_scales(v, m1);
+    const __m512 s2 = int8_stage::load_scales(v, m2);
+    const __m512 z0 = int8_stage::scaled_zero_points<Bits, Symmetric>(v, m0, s0);
+    const __m512 z1 = int8_stage::scaled_zero_points<Bits, Symmetric>(v, m1, s1);
+    const __m512 z2 = int8_stage::scaled_zero_points<Bits, Symmetric>(v, m2, s2);
+#define LUCIDQ_FLUSH_ONE(r, p)                                                  \
+  _mm512_store_ps(facc[r] + 16 * p, int8_stage::flush<Symmetric>(               \
+                                        _mm512_load_ps(facc[r] + 16 * p), s##p, \
+                                        _mm512_load_si512(dot[r] + 16 * p), z##p, group_sum));
 #define LUCIDQ_FLUSH(r)                                                                   \
   {                                                                                       \
-    __m512 xs = _mm512_setzero_ps();                                                      \
-    if constexpr (!Symmetric)                                                             \
-      xs = _mm512_set1_ps(a.x_group_sums[(row0 + std::min(r, rows - 1)) * v.groups + j]); \
-    (void)xs;                                                                             \
+    const float group_sum =                                                               \
+        Symmetric ? 0.0f : a.x_group_sums[(row0 + std::min(r, rows - 1)) * v.groups + j]; \
     LUCIDQ_FLUSH_ONE(r, 0) LUCIDQ_FLUSH_ONE(r, 1) LUCIDQ_FLUSH_ONE(r, 2)                  \
   }
     LUCIDQ_ROWS(LUCIDQ_FLUSH)
 #undef LUCIDQ_FLUSH
 #undef LUCIDQ_FLUSH_ONE
   }
-  // acc = fnmadd(z_x, C, acc); y = fma(s_x, acc, bias).
   for (int p = 0; p < panels; ++p) {
-    const std::int64_t col = (panel0 + p) * panel_width;
-    const std::int64_t left = v.n - col;
-    const __mmask16 mask =
-        left >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << left) - 1u);
-    const __m512 sums = _mm512_loadu_ps(v.int8_weight_sums + col);
-    const __m512 bias =
-        a.bias != nullptr ? _mm512_maskz_loadu_ps(mask, a.bias + col) : _mm512_setzero_ps();
-    for (int r = 0; r < rows; ++r) {
-      __m512 f = _mm512_load_ps(facc[r] + 16 * p);
-      f = _mm512_fnmadd_ps(_mm512_set1_ps(a.x_zero[row0 + r]), sums, f);
-      f = _mm512_fmadd_ps(_mm512_set1_ps(a.x_scale[row0 + r]), f, bias);
-      _mm512_mask_storeu_ps(a.y + (row0 + r) * a.y_stride + col, mask, f);
-    }
+    for (int r = 0; r < rows; ++r)
+      int8_stage::finish(a, row0 + r, (panel0 + p) * panel_width, _mm512_load_ps(facc[r] + 16 * p));
   }
 }
 #undef LUCIDQ_ROWS

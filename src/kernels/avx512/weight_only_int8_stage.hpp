@@ -1,0 +1,96 @@
+// Internal (AVX-512 VNNI files only): the float32 steps the int8-activation weight-only kernels
+// share.
+//
+// Both kernels (weight_only_vnni.cpp: decoded tiles for many rows; weight_only_gemv.cpp:
+// in-register decode for a few rows) end every group and every product with exactly these
+// operations, in the order of int8_panels_reference (src/kernels/reference/weight_only.cpp).
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "weight_only/kernels.hpp"
+
+namespace lucid::quantization::weight_only::int8_stage {
+
+/// The 16 scales of a group record's meta block, widened to float32.
+inline __m512 load_scales(const PackedView& v, const std::uint8_t* meta) {
+  if (v.bf16_scales) {
+    const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(meta));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
+  }
+  return _mm512_loadu_ps(reinterpret_cast<const float*>(meta));
+}
+
+/// fl(s · zw) for the 16 channels of an affine record (zw = int8_zero_point); 0 when symmetric.
+template <int Bits, bool Symmetric>
+inline __m512 scaled_zero_points(const PackedView& v, const std::uint8_t* meta, __m512 scales) {
+  if constexpr (Symmetric) {
+    (void)v;
+    (void)meta;
+    (void)scales;
+    return _mm512_setzero_ps();
+  } else {
+    __m512i z = _mm512_cvtepu8_epi32(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(meta + v.scale_bytes())));
+    if constexpr (Bits == 8) z = _mm512_sub_epi32(z, _mm512_set1_epi32(128));
+    return _mm512_mul_ps(scales, _mm512_cvtepi32_ps(z));
+  }
+}
+
+/// The int8 operands of an int4 block (16 channels × 8 k): `low` holds codes 0, 2, 4, 6 of
+/// each channel's dword, `high` codes 1, 3, 5, 7 (the staged activation order); the signed grid
+/// maps nibble n to (n ^ 8) − 8, the unsigned one keeps n.
+template <bool Symmetric>
+inline void decode_int4(__m512i block, __m512i& low, __m512i& high) {
+  const __m512i nibble = _mm512_set1_epi8(0x0f);
+  low = _mm512_and_si512(block, nibble);
+  high = _mm512_and_si512(_mm512_srli_epi16(block, 4), nibble);
+  if constexpr (Symmetric) {
+    const __m512i sign_table = _mm512_broadcast_i32x4(
+        _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1));
+    low = _mm512_shuffle_epi8(sign_table, low);
+    high = _mm512_shuffle_epi8(sign_table, high);
+  }
+}
+
+/// The int8 operand of an int8 block (4 k × 16 channels), transposed to 16 channels × 4 k
+/// (dword 4L + t <- dword 4t + L, then bytes 4i + t <- 4t + i per lane); affine lanes are
+/// moved onto the int8 range (u − 128).
+template <bool Symmetric>
+inline __m512i decode_int8(__m512i block) {
+  const __m512i dword_order =
+      _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  const __m512i byte_order =
+      _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+  __m512i t = _mm512_shuffle_epi8(_mm512_permutexvar_epi32(dword_order, block), byte_order);
+  if constexpr (!Symmetric) t = _mm512_xor_si512(t, _mm512_set1_epi8(static_cast<char>(0x80)));
+  return t;
+}
+
+/// One group's flush: acc = fma(s, float(dot), acc); affine: acc = fnmadd(fl(s · zw), X', acc).
+template <bool Symmetric>
+inline __m512 flush(__m512 acc, __m512 scales, __m512i dot, __m512 scaled_zw, float group_sum) {
+  acc = _mm512_fmadd_ps(scales, _mm512_cvtepi32_ps(dot), acc);
+  if constexpr (!Symmetric) acc = _mm512_fnmadd_ps(scaled_zw, _mm512_set1_ps(group_sum), acc);
+  (void)scaled_zw;
+  (void)group_sum;
+  return acc;
+}
+
+/// The end of the product for row `row` and the 16 channels from `col`:
+/// acc = fnmadd(z_x, C, acc); y = fma(s_x, acc, bias), stored for the channels below N.
+inline void finish(const Int8Args& a, std::int64_t row, std::int64_t col, __m512 acc) {
+  const std::int64_t left = a.w.n - col;
+  const __mmask16 mask =
+      left >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << left) - 1u);
+  const __m512 sums = _mm512_loadu_ps(a.w.int8_weight_sums + col);
+  const __m512 bias =
+      a.bias != nullptr ? _mm512_maskz_loadu_ps(mask, a.bias + col) : _mm512_setzero_ps();
+  acc = _mm512_fnmadd_ps(_mm512_set1_ps(a.x_zero[row]), sums, acc);
+  acc = _mm512_fmadd_ps(_mm512_set1_ps(a.x_scale[row]), acc, bias);
+  _mm512_mask_storeu_ps(a.y + row * a.y_stride + col, mask, acc);
+}
+
+}  // namespace lucid::quantization::weight_only::int8_stage
