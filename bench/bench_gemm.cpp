@@ -314,6 +314,11 @@ void bench_shape(const Shape& s, const std::vector<int>& thread_counts, const Op
       time("lucidq_" + name, wv[0].packed_bytes(), 1, [&](std::int64_t) {
         Q::weight_only_gemm(in.a_float.data(), m, k, wv[0], nullptr, c_f32.data(), n);
       });
+      // The float32-activation path too (the default is int8 activations on VNNI CPUs).
+      const Q::WeightOnlyOptions float_x{Q::WeightOnlyActivations::float32};
+      time("lucidq_" + name + "_fx", wv[0].packed_bytes(), 1, [&](std::int64_t) {
+        Q::weight_only_gemm(in.a_float.data(), m, k, wv[0], nullptr, c_f32.data(), n, float_x);
+      });
       if (cold)
         time("lucidq_" + name + "_cold", wv[0].packed_bytes(), static_cast<int>(wv.size()),
              [&](std::int64_t i) {

@@ -181,7 +181,8 @@ def report(data, torch_times, engine):
         head = ("| N | K | thr | read GB/s | lucidq hot | lucidq cold | cold of read | oneDNN hot | "
                 "oneDNN cold | sgemm hot | sgemm cold | sgemv hot | sgemv cold |")
         if wo:
-            head += " wo int4 hot | wo int4 cold | wo int8 hot | wo int8 cold |"
+            head += (" wo int4 hot | wo int4 cold | wo int8 hot | wo int8 cold | int4 cold of read | "
+                     "int8 cold of read | int4 ×int8 GEMV hot | int4 ×int8 GEMV cold |")
         lines.append(head)
         lines.append("|" + "---|" * (head.count("|") - 1))
 
@@ -198,26 +199,35 @@ def report(data, torch_times, engine):
                     f"{gbs(r, 'openblas_f32_cold'):.3g} | {gbs(r, 'openblas_gemv'):.3g} | "
                     f"{gbs(r, 'openblas_gemv_cold'):.3g} |")
             if wo:
+                t = {name: v["median_s"] for name, v in r["times"].items()}
                 line += (f" {gbs(r, 'lucidq_wo_int4_g128'):.3g} | {gbs(r, 'lucidq_wo_int4_g128_cold'):.3g} | "
-                         f"{gbs(r, 'lucidq_wo_int8_pc'):.3g} | {gbs(r, 'lucidq_wo_int8_pc_cold'):.3g} |")
+                         f"{gbs(r, 'lucidq_wo_int8_pc'):.3g} | {gbs(r, 'lucidq_wo_int8_pc_cold'):.3g} | "
+                         f"{gbs(r, 'lucidq_wo_int4_g128_cold') / read if read else float('nan'):.2f} | "
+                         f"{gbs(r, 'lucidq_wo_int8_pc_cold') / read if read else float('nan'):.2f} | "
+                         f"{ratio(t.get('lucidq_f32'), t.get('lucidq_wo_int4_g128'))} | "
+                         f"{ratio(t.get('lucidq_f32_cold'), t.get('lucidq_wo_int4_g128_cold'))} |")
             lines.append(line)
     if any("lucidq_wo_int4_g128" in r["times"] for r in rows):
         lines.append("")
-        lines.append("Weight-only GEMM (float32 activations; weights int4 in groups of 128, symmetric, "
-                     "or int8 per-channel), ms, against lucidq's int8 GEMM (u8 activations) and "
-                     "OpenBLAS float32 weights: sgemm, and sgemv for M = 1. Ratios: OpenBLAS time / "
-                     "weight-only time (sgemv for M = 1).")
+        lines.append("Weight-only GEMM (float32 x; weights int4 in groups of 128, symmetric, or int8 "
+                     "per-channel), ms: the default path (int8 activations on AVX512-VNNI CPUs) and "
+                     "the float32-activation path (fx), against lucidq's int8 GEMM (u8 activations, "
+                     "f32 output) and OpenBLAS on float32 weights: sgemm, and sgemv for M = 1. "
+                     "×int8: int8 GEMM time / int4 time (= the GOP/s fraction); ×OpenBLAS: OpenBLAS "
+                     "time / weight-only time (sgemv for M = 1).")
         lines.append("")
-        lines.append("| M | N | K | thr | wo int4 g128 | wo int8 pc | lucidq int8 f32 | OpenBLAS sgemm | "
-                     "OpenBLAS sgemv | ×OpenBLAS (int4) | ×OpenBLAS (int8) |")
-        lines.append("|" + "---|" * 11)
+        lines.append("| M | N | K | thr | wo int4 g128 | wo int8 pc | int4 fx | int8 fx | lucidq int8 f32 | "
+                     "OpenBLAS sgemm | OpenBLAS sgemv | int4 ×int8 | ×OpenBLAS (int4) | ×OpenBLAS (int8) |")
+        lines.append("|" + "---|" * 14)
         for r in rows:
             t = {name: v["median_s"] for name, v in r["times"].items()}
             blas = t.get("openblas_gemv") if r["m"] == 1 else t.get("openblas_f32")
             lines.append(f"| {r['m']} | {r['n']} | {r['k']} | {r['threads']} | "
                          f"{fmt_ms(t.get('lucidq_wo_int4_g128'))} | {fmt_ms(t.get('lucidq_wo_int8_pc'))} | "
+                         f"{fmt_ms(t.get('lucidq_wo_int4_g128_fx'))} | {fmt_ms(t.get('lucidq_wo_int8_pc_fx'))} | "
                          f"{fmt_ms(t.get('lucidq_f32'))} | {fmt_ms(t.get('openblas_f32'))} | "
                          f"{fmt_ms(t.get('openblas_gemv'))} | "
+                         f"{ratio(t.get('lucidq_f32'), t.get('lucidq_wo_int4_g128'))} | "
                          f"{ratio(blas, t.get('lucidq_wo_int4_g128'))} | "
                          f"{ratio(blas, t.get('lucidq_wo_int8_pc'))} |")
     impls = sorted({r.get("onednn_impl", "") for r in rows} - {""})

@@ -28,10 +28,11 @@ const KernelTable& weight_only_kernels() {
   return kernels_for(active_isa());
 }
 
-/// Rows up to which the VNNI int8-activation path decodes in registers (int8_gemv_avx512_vnni)
-/// rather than into tiles shared by all rows. Measured (4096², int4 g128, 1 thread): the
-/// in-register kernel is faster up to M = 32 (3.2 vs 3.9 ms), even at M = 64 and behind at
-/// M = 256 (25.9 vs 24.6 ms; int8 weights 25.4 vs 21.0 ms).
+/// Rows up to which the VNNI int8-activation path decodes int8 codes in registers
+/// (int8_gemv_avx512_vnni) rather than into tiles shared by all rows; int4 codes always take the
+/// in-register kernel. Measured (N = K = 4096, 1 thread, ms, in-register vs tiles): int4 g128
+/// M = 1 0.14 vs 1.0, M = 64 6.15 vs 6.95, M = 256 23.8 vs 24.6 (affine 22.9 vs 25.0); int8
+/// per-channel M = 32 3.44 vs 3.66, M = 64 6.70 vs 6.36, M = 128 13.0 vs 11.3.
 constexpr std::int64_t int8_gemv_max_rows = 32;
 
 /// An int8-activation kernel and the panel multiple that threads split its work on.
@@ -40,16 +41,17 @@ struct Int8Choice {
   std::int64_t panel_multiple = 1;
 };
 
-/// The int8-activation kernel for the active tier and M rows: VNNI on AVX-512 CPUs with it,
-/// else the reference (the same bits, slowly).
-Int8Choice int8_kernel(std::int64_t m) {
+/// The int8-activation kernel for the active tier, M rows and the weight's code width: VNNI on
+/// AVX-512 CPUs with it, else the reference (the same bits, slowly).
+Int8Choice int8_kernel(std::int64_t m, int bits) {
 #if defined(LUCIDQ_X86_KERNELS)
   if (active_isa() == Isa::avx512 && cpu_features().avx512vnni) {
-    if (m <= int8_gemv_max_rows) return {&int8_gemv_avx512_vnni, gemv_panels};
+    if (bits == 4 || m <= int8_gemv_max_rows) return {&int8_gemv_avx512_vnni, gemv_panels};
     return {&int8_panels_avx512_vnni, 3};
   }
 #endif
   (void)m;
+  (void)bits;
   return {};
 }
 
@@ -81,66 +83,108 @@ namespace {
 // Groups longer than this could overflow the int32 group sums of the int8 path.
 constexpr std::int64_t int8_max_group = 65536;
 
+// Rows of x quantized per row to uint8 and staged for the int8 kernels (kernels.hpp, Int8Args).
+struct StagedRows {
+  std::vector<float> scales, zeros, group_sums;
+  std::vector<std::int32_t> zero_points, code_sums;
+  std::vector<std::uint8_t> xq;
+  std::int64_t stride = 0;
+};
+
+// Quantizes m float rows (K of them, row r at xs + r · stride) as quantize() does, in parallel
+// over rows. Returns false, staging nothing, when a row is not finite and `fallback` is set;
+// throws naming the first non-finite element otherwise.
+bool stage_rows(const float* xs, std::int64_t stride, std::int64_t m,
+                const weight_only::PackedView& v, bool fallback, StagedRows& out) {
+  const kernels::KernelTable& kt = kernels::active();
+  constexpr int f32 = static_cast<int>(kernels::FloatType::f32);
+  const auto rows = static_cast<std::size_t>(m);
+  std::vector<float> lows(rows), highs(rows);
+  std::vector<std::int64_t> nonfinite(rows, 0);
+  const int pieces = kernels::threads_for(m * v.k);
+  kernels::parallel_pieces(m, pieces, 1, [&](int, std::int64_t begin, std::int64_t end) {
+    for (std::int64_t r = begin; r < end; ++r) {
+      const auto ri = static_cast<std::size_t>(r);
+      lows[ri] = INFINITY;
+      highs[ri] = -INFINITY;
+      nonfinite[ri] = kt.minmax[f32](xs + r * stride, v.k, &lows[ri], &highs[ri]);
+    }
+  });
+  for (std::int64_t r = 0; r < m; ++r) {
+    if (nonfinite[static_cast<std::size_t>(r)] == 0) continue;
+    if (fallback) return false;
+    const float* row = xs + r * stride;
+    std::int64_t col = 0;
+    while (col + 1 < v.k && std::isfinite(row[col]))
+      ++col;
+    throw Error("weight_only_gemm: x[" + str(r) + ", " + str(col) +
+                "] = " + std::to_string(row[col]) + " (int8_dynamic activations must be finite)");
+  }
+  out.scales.resize(rows);
+  out.zeros.resize(rows);
+  out.zero_points.resize(rows);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const QParams qp = calculate_qparams(lows[r], highs[r], QScheme::PER_TENSOR_AFFINE, quint8);
+    out.scales[r] = qp.scale[0];
+    out.zero_points[r] = qp.zero_point[0];
+    out.zeros[r] = static_cast<float>(qp.zero_point[0]);
+  }
+  // Codes exactly as quantize() writes them, then each int4 block of 8 interleaved in place into
+  // the kernels' order; zero padding beyond K.
+  out.stride = (v.k_padded + 63) / 64 * 64;
+  out.xq.assign(static_cast<std::size_t>(m * out.stride), 0);
+  out.group_sums.assign(v.symmetric ? 0 : static_cast<std::size_t>(m * v.groups), 0.0f);
+  out.code_sums.assign(static_cast<std::size_t>(m * v.groups), 0);
+  const kernels::Grid grid = detail::grid_of(quint8);
+  kernels::parallel_pieces(m, pieces, 1, [&](int, std::int64_t begin, std::int64_t end) {
+    for (std::int64_t r = begin; r < end; ++r) {
+      const auto ri = static_cast<std::size_t>(r);
+      std::uint8_t* dst = out.xq.data() + r * out.stride;
+      kt.quantize[f32][static_cast<int>(kernels::CodeWidth::b8)](
+          xs + r * stride, v.k,
+          kernels::Affine{1.0f / out.scales[ri], out.scales[ri], out.zero_points[ri]}, grid, dst);
+      for (std::int64_t j = 0; j < v.groups; ++j) {
+        const std::int64_t k0 = j * v.group_length;
+        const std::int64_t len = std::min(v.group_length, v.k - k0);
+        std::int64_t sum = 0;  // ≤ 255 · 65536: exact in int32
+        for (std::int64_t t = 0; t < len; ++t)
+          sum += dst[k0 + t];
+        const auto at = static_cast<std::size_t>(r * v.groups + j);
+        out.code_sums[at] = static_cast<std::int32_t>(sum);
+        if (!v.symmetric) out.group_sums[at] = static_cast<float>(sum - len * out.zero_points[ri]);
+      }
+      if (v.bits != 4) continue;
+      for (std::int64_t k0 = 0; k0 < v.k_padded; k0 += 8) {
+        std::uint8_t block[8];
+        std::copy(dst + k0, dst + k0 + 8, block);
+        for (std::int64_t t = 0; t < 8; ++t)
+          dst[k0 + weight_only::int8_staged_index(v, t)] = block[t];
+      }
+    }
+  });
+  return true;
+}
+
 // The int8-activation path on float rows (K of them, row r at xs + r · stride). Returns false,
 // writing nothing, when a row is not finite and `fallback` is set; throws otherwise.
 bool run_int8(const float* xs, std::int64_t stride, std::int64_t m,
               const weight_only::PackedView& v, const float* bias, float* y,
               std::int64_t y_row_stride, bool fallback) {
-  const kernels::KernelTable& kt = kernels::active();
-  constexpr int f32 = static_cast<int>(kernels::FloatType::f32);
-  std::vector<float> scales(static_cast<std::size_t>(m)), zeros(scales.size());
-  std::vector<std::int32_t> zero_points(scales.size());
-  for (std::int64_t r = 0; r < m; ++r) {
-    float lo = INFINITY, hi = -INFINITY;
-    const float* row = xs + r * stride;
-    if (kt.minmax[f32](row, v.k, &lo, &hi) != 0) {
-      if (fallback) return false;
-      std::int64_t col = 0;
-      while (col + 1 < v.k && std::isfinite(row[col]))
-        ++col;
-      throw Error("weight_only_gemm: x[" + str(r) + ", " + str(col) +
-                  "] = " + std::to_string(row[col]) + " (int8_dynamic activations must be finite)");
-    }
-    const QParams qp = calculate_qparams(lo, hi, QScheme::PER_TENSOR_AFFINE, quint8);
-    scales[static_cast<std::size_t>(r)] = qp.scale[0];
-    zero_points[static_cast<std::size_t>(r)] = qp.zero_point[0];
-    zeros[static_cast<std::size_t>(r)] = static_cast<float>(qp.zero_point[0]);
-  }
-  // Codes exactly as quantize() writes them, staged in the kernels' order (zero padding).
-  const std::int64_t qstride = (v.k_padded + 63) / 64 * 64;
-  std::vector<std::uint8_t> codes(static_cast<std::size_t>(v.k));
-  std::vector<std::uint8_t> xq(static_cast<std::size_t>(m * qstride), 0);
-  std::vector<float> group_sums(v.symmetric ? 0 : static_cast<std::size_t>(m * v.groups));
-  const kernels::Grid grid = detail::grid_of(quint8);
-  for (std::int64_t r = 0; r < m; ++r) {
-    const auto ri = static_cast<std::size_t>(r);
-    kt.quantize[f32][static_cast<int>(kernels::CodeWidth::b8)](
-        xs + r * stride, v.k, kernels::Affine{1.0f / scales[ri], scales[ri], zero_points[ri]}, grid,
-        codes.data());
-    std::uint8_t* dst = xq.data() + r * qstride;
-    for (std::int64_t c = 0; c < v.k; ++c)
-      dst[weight_only::int8_staged_index(v, c)] = codes[static_cast<std::size_t>(c)];
-    for (std::int64_t j = 0; j < static_cast<std::int64_t>(group_sums.size()) / m; ++j) {
-      const std::int64_t k0 = j * v.group_length;
-      const std::int64_t len = std::min(v.group_length, v.k - k0);
-      std::int64_t sum = 0;
-      for (std::int64_t t = 0; t < len; ++t)
-        sum += std::int64_t{codes[static_cast<std::size_t>(k0 + t)]} - zero_points[ri];
-      group_sums[static_cast<std::size_t>(r * v.groups + j)] = static_cast<float>(sum);
-    }
-  }
+  StagedRows staged;
+  if (!stage_rows(xs, stride, m, v, fallback, staged)) return false;
   weight_only::Int8Args args;
   args.w = v;
-  args.xq = xq.data();
-  args.xq_stride = qstride;
-  args.x_scale = scales.data();
-  args.x_zero = zeros.data();
-  args.x_group_sums = group_sums.empty() ? nullptr : group_sums.data();
+  args.xq = staged.xq.data();
+  args.xq_stride = staged.stride;
+  args.x_scale = staged.scales.data();
+  args.x_zero = staged.zeros.data();
+  args.x_group_sums = staged.group_sums.empty() ? nullptr : staged.group_sums.data();
+  args.xq_group_sums = staged.code_sums.data();
   args.m = m;
   args.bias = bias;
   args.y = y;
   args.y_stride = y_row_stride;
-  const weight_only::Int8Choice choice = weight_only::int8_kernel(m);
+  const weight_only::Int8Choice choice = weight_only::int8_kernel(m, v.bits);
   const std::int64_t work = v.n * v.k * std::max<std::int64_t>(1, m / 8);
   const int pieces = static_cast<int>(
       std::min<std::int64_t>(kernels::threads_for(work, min_weights_per_thread), v.panels));

@@ -33,7 +33,8 @@ using PanelsKernel = void (*)(const GemmArgs& args, std::int64_t panel_begin,
 /// For int4 formats each 8-code block along K is stored interleaved, codes k0, k0+2, k0+4,
 /// k0+6, k0+1, k0+3, k0+5, k0+7 (the order of the int4 block's low / high nibbles);
 /// int8 formats keep k order. Per row: x_scale s_x, x_zero float(z_x); for affine formats
-/// x_group_sums holds M rows of `groups` floats float(Σ_{k in j} (xq − z_x)) (null when symmetric).
+/// x_group_sums holds M rows of `groups` floats float(Σ_{k in j} (xq − z_x)) (null when symmetric);
+/// xq_group_sums M rows of `groups` exact Σ_{k in j} xq (for kernels that offset the codes).
 struct Int8Args {
   PackedView w;
   const std::uint8_t* xq = nullptr;
@@ -41,6 +42,7 @@ struct Int8Args {
   const float* x_scale = nullptr;
   const float* x_zero = nullptr;
   const float* x_group_sums = nullptr;
+  const std::int32_t* xq_group_sums = nullptr;
   std::int64_t m = 0;
   const float* bias = nullptr;
   float* y = nullptr;
@@ -65,14 +67,14 @@ struct KernelTable {
 /// The reference int8-activation kernel: the exact semantics every fast variant reproduces.
 void int8_panels_reference(const Int8Args& args, std::int64_t panel_begin, std::int64_t panel_end);
 #if defined(LUCIDQ_X86_KERNELS)
-/// AVX-512 VNNI (vpdpbusd) variant for many rows (codes decoded once per 48-channel tile);
-/// callers check cpu_features().avx512vnni.
+/// AVX-512 VNNI (vpdpbusd) variant for int8 codes and many rows (codes decoded once per
+/// 48-channel tile); callers check cpu_features().avx512vnni and pass 8-bit weights only.
 void int8_panels_avx512_vnni(const Int8Args& args, std::int64_t panel_begin,
                              std::int64_t panel_end);
 /// Panels per block of int8_gemv_avx512_vnni (threads split the panels on multiples of it).
 inline constexpr std::int64_t gemv_panels = 4;
-/// AVX-512 VNNI variant for a few rows (M ≤ int8_gemv_max_rows): codes decoded in registers,
-/// the weights streamed once; the same results as int8_panels_avx512_vnni.
+/// AVX-512 VNNI variant with the codes decoded in registers (any M, int4 or int8; the driver
+/// uses it for int4 and for int8 up to 32 rows): the same results as the reference.
 void int8_gemv_avx512_vnni(const Int8Args& args, std::int64_t panel_begin, std::int64_t panel_end);
 #endif
 

@@ -1,15 +1,17 @@
-// AVX-512 VNNI int8-activation weight-only kernel for a few rows: codes decoded in registers.
+// AVX-512 VNNI int8-activation weight-only kernel with the codes decoded in registers.
 //
-// The decoding-time product (M = 1 … 8): every 64-byte code block is loaded once, turned into
-// int8 operands in registers (int4: and / shift / and, plus one vpshufb per half for the
-// signed grid; int8: vpermd + vpshufb) and multiplied with vpdpbusd into one int32
-// accumulator per (row, panel) for the group; no scratch, so the weights stream from memory
-// exactly once per call for M ≤ 4 (for M = 5 … 8 the second block of rows finds its 4 panels
-// in L2). Blocks of up to 4 rows × 4 panels (64 channels): four independent weight streams
-// per pass, each prefetched `prefetch_bytes` ahead into L1. The group flush and the end of the
-// product are int8_stage's, the same float operations in the same order as
-// int8_panels_reference, so results are bit-identical to the M ≥ 16 tile kernel and the
-// reference.
+// Every 64-byte code block is loaded once per block of rows, turned into vpdpbusd operands in
+// registers and multiplied into one int32 accumulator per (row, panel) for the group; no
+// scratch, so for M ≤ 4 the weights stream from memory exactly once per call (each further
+// block of 4 rows finds its 4 panels in L2). The driver uses it for int4 weights at every M and
+// for int8 weights up to 32 rows (measured: src/weight_only/gemm.cpp, int8_gemv_max_rows).
+// int4: the signed grid's nibbles n are taken as unsigned u = n ^ 8 (one vpternlogd per half,
+// no table lookup) and 8 · Σ xq comes off each group's sum afterwards, which leaves exactly
+// Σ xq · q; the unsigned grid's nibbles are used as they are. int8: vpermd + vpshufb transpose
+// (int8_stage::decode_int8). Blocks of up to 4 rows × 4 panels (64 channels): four independent
+// weight streams, each prefetched 2 KiB ahead into L1 and 6 KiB ahead into L2. The group flush
+// and the end of the product are int8_stage's, the same float operations in the same order as
+// int8_panels_reference, so results are bit-identical to it and to the tile kernel.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -23,6 +25,26 @@ namespace {
 constexpr int max_rows = 4;
 // Bytes ahead of the block being decoded that each panel stream asks the prefetcher for.
 constexpr std::int64_t prefetch_bytes = 2048;
+// ... and into L2 (measured on cold 4096² int4 weights, in ratio to the int8 GEMV of the same
+// run: 3-5 % faster than the L1 prefetch alone; 1 KiB or 4 KiB for the L1 distance no better).
+constexpr std::int64_t prefetch_far_bytes = 6144;
+
+// An int4 block as unsigned operands: the signed grid's nibble n becomes u = n ^ 8 = q + 8
+// (one vpternlogd: (block ^ 0x08) & 0x0f per byte), the unsigned grid's stays n. The caller
+// takes 8 · Σ xq off the group's dot for the signed grid, which leaves exactly Σ xq · q.
+template <bool Symmetric>
+inline void decode_int4_unsigned(__m512i block, __m512i& low, __m512i& high) {
+  const __m512i nibble = _mm512_set1_epi8(0x0f);
+  if constexpr (Symmetric) {
+    const __m512i eight = _mm512_set1_epi8(0x08);
+    constexpr int xor_and = 0x28;  // (a ^ b) & c
+    low = _mm512_ternarylogic_epi32(block, eight, nibble, xor_and);
+    high = _mm512_ternarylogic_epi32(_mm512_srli_epi16(block, 4), eight, nibble, xor_and);
+  } else {
+    low = _mm512_and_si512(block, nibble);
+    high = _mm512_and_si512(_mm512_srli_epi16(block, 4), nibble);
+  }
+}
 
 inline __m512i broadcast4(const std::uint8_t* p) {
   std::int32_t v;
@@ -61,8 +83,9 @@ void rows_block(const Int8Args& a, std::int64_t panel0, int panels, std::int64_t
         for (int p = 0; p < P; ++p) {
           const std::uint8_t* w = base[p] + offset + 64 * b;
           _mm_prefetch(reinterpret_cast<const char*>(w + prefetch_bytes), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(w + prefetch_far_bytes), _MM_HINT_T1);
           __m512i low, high;
-          int8_stage::decode_int4<Symmetric>(_mm512_load_si512(w), low, high);
+          decode_int4_unsigned<Symmetric>(_mm512_load_si512(w), low, high);
 #pragma GCC unroll 4
           for (int r = 0; r < R; ++r) {
             const std::uint8_t* x = xq[r] + k0 + 8 * b;
@@ -71,12 +94,21 @@ void rows_block(const Int8Args& a, std::int64_t panel0, int panels, std::int64_t
           }
         }
       }
+      if constexpr (Symmetric) {
+        for (int r = 0; r < R; ++r) {
+          const __m512i code_offset =
+              _mm512_set1_epi32(8 * a.xq_group_sums[(row0 + r) * v.groups + j]);  // wraps alike
+          for (int p = 0; p < P; ++p)
+            dot[r][p] = _mm512_sub_epi32(dot[r][p], code_offset);
+        }
+      }
     } else {
       for (std::int64_t b = 0; b < len / 4; ++b) {
 #pragma GCC unroll 4
         for (int p = 0; p < P; ++p) {
           const std::uint8_t* w = base[p] + offset + 64 * b;
           _mm_prefetch(reinterpret_cast<const char*>(w + prefetch_bytes), _MM_HINT_T0);
+          _mm_prefetch(reinterpret_cast<const char*>(w + prefetch_far_bytes), _MM_HINT_T1);
           const __m512i codes = int8_stage::decode_int8<Symmetric>(_mm512_load_si512(w));
 #pragma GCC unroll 4
           for (int r = 0; r < R; ++r)

@@ -39,22 +39,6 @@ inline __m512 scaled_zero_points(const PackedView& v, const std::uint8_t* meta, 
   }
 }
 
-/// The int8 operands of an int4 block (16 channels × 8 k): `low` holds codes 0, 2, 4, 6 of
-/// each channel's dword, `high` codes 1, 3, 5, 7 (the staged activation order); the signed grid
-/// maps nibble n to (n ^ 8) − 8, the unsigned one keeps n.
-template <bool Symmetric>
-inline void decode_int4(__m512i block, __m512i& low, __m512i& high) {
-  const __m512i nibble = _mm512_set1_epi8(0x0f);
-  low = _mm512_and_si512(block, nibble);
-  high = _mm512_and_si512(_mm512_srli_epi16(block, 4), nibble);
-  if constexpr (Symmetric) {
-    const __m512i sign_table = _mm512_broadcast_i32x4(
-        _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1));
-    low = _mm512_shuffle_epi8(sign_table, low);
-    high = _mm512_shuffle_epi8(sign_table, high);
-  }
-}
-
 /// The int8 operand of an int8 block (4 k × 16 channels), transposed to 16 channels × 4 k
 /// (dword 4L + t <- dword 4t + L, then bytes 4i + t <- 4t + i per lane); affine lanes are
 /// moved onto the int8 range (u − 128).

@@ -1,21 +1,17 @@
-// AVX-512 VNNI int8-activation weight-only kernel for many rows: codes decoded to int8 tiles,
-// vpdpbusd.
+// AVX-512 VNNI int8-activation weight-only kernel for int8 codes and many rows: decoded tiles.
 //
-// Used above 32 rows (fewer rows: weight_only_gemv.cpp). Each tile of 3 panels (48 channels)
-// is first decoded to int8 into a scratch buffer (k_padded ·
-// 48 bytes), once for all M rows; then 8 rows at a time run over it with 24 int32
-// accumulators named one by one (GCC spills an array of them). Per group j the
-// accumulators restart from 0, take Σ_{k in j} xq · w8 exactly (vpdpbusd,
-// u8 × s8, wrapping int32 adds: the true sum fits for groups ≤ 65536), and are
-// flushed into float accumulators kept in a small stack tile, in exactly the
-// order of int8_panels_reference (src/kernels/reference/weight_only.cpp):
+// Used for int8 weights above 32 rows (fewer rows, and int4 weights at any M:
+// weight_only_gemv.cpp, which measured faster there). Each tile of 3 panels (48 channels)
+// is first decoded into a scratch buffer (k_padded · 48 bytes), once for all M rows; then 8 rows at
+// a time run over it with 24 int32 accumulators named one by one (GCC spills an array of them). Per
+// group j the accumulators restart from 0, take Σ_{k in j} xq · w8 exactly (vpdpbusd, u8 × s8,
+// wrapping int32 adds: the true sum fits for groups ≤ 65536), and are flushed into float
+// accumulators kept in a small stack tile, in exactly the order of int8_panels_reference
+// (src/kernels/reference/weight_only.cpp):
 //   acc = fma(s, float(dot), acc); affine: acc = fnmadd(fl(s · zw), X'[r, j], acc)
 // and after the last group acc = fnmadd(z_x, C, acc), y = fma(s_x, acc, bias).
-// int4 decode: the 16 dwords of a block hold 8 codes of one channel each; the
-// low nibbles of the 4 bytes are codes 0, 2, 4, 6 and the high nibbles 1, 3, 5,
-// 7, which is the order the driver stages xq in, so and / shift / and (plus one
-// vpshufb table for the signed grid) is the whole decode. int8 decode: a block
-// is 4 k × 16 channels, transposed to 16 channels × 4 k by vpermd + vpshufb.
+// Decode: a block is 4 k × 16 channels, transposed to 16 channels × 4 k by vpermd + vpshufb
+// (int8_stage::decode_int8).
 // Rows and panels past the end are computed on clamped pointers and not stored.
 #include <immintrin.h>
 
@@ -47,9 +43,8 @@ struct Aligned {
 
 // Decodes panels [panel0, panel0 + 3) (clamped to `panels`) into `scratch`: per panel
 // k_padded / 4 vectors of 64 bytes, vector i holding 16 channels × 4 int8 codes in the order of
-// staged activation bytes [4i, 4i + 4) (for int4: the low nibbles, then the high nibbles, of
-// each 8-code block; for int8: the block transposed to channel-major).
-template <int Bits, bool Symmetric>
+// activation bytes [4i, 4i + 4) (the block transposed to channel-major).
+template <bool Symmetric>
 void decode_tile(const PackedView& v, std::int64_t panel0, int panels, std::uint8_t* scratch) {
   const std::int64_t panel_vectors = v.k_padded / 4;
   for (int p = 0; p < tile_panels; ++p) {
@@ -59,20 +54,10 @@ void decode_tile(const PackedView& v, std::int64_t panel0, int panels, std::uint
       const std::uint8_t* rec = v.record(panel, j);
       const std::int64_t len = v.padded_length(j);
       __m512i* dst = out + j * v.group_length / 4;
-      if constexpr (Bits == 4) {
-        for (std::int64_t b = 0; b < len / 8; ++b) {
-          _mm_prefetch(reinterpret_cast<const char*>(rec + 64 * b + prefetch_bytes), _MM_HINT_T0);
-          __m512i lo, hi;
-          int8_stage::decode_int4<Symmetric>(_mm512_load_si512(rec + 64 * b), lo, hi);
-          _mm512_store_si512(dst + 2 * b, lo);
-          _mm512_store_si512(dst + 2 * b + 1, hi);
-        }
-      } else {
-        for (std::int64_t b = 0; b < len / 4; ++b) {
-          _mm_prefetch(reinterpret_cast<const char*>(rec + 64 * b + prefetch_bytes), _MM_HINT_T0);
-          _mm512_store_si512(dst + b,
-                             int8_stage::decode_int8<Symmetric>(_mm512_load_si512(rec + 64 * b)));
-        }
+      for (std::int64_t b = 0; b < len / 4; ++b) {
+        _mm_prefetch(reinterpret_cast<const char*>(rec + 64 * b + prefetch_bytes), _MM_HINT_T0);
+        _mm512_store_si512(dst + b,
+                           int8_stage::decode_int8<Symmetric>(_mm512_load_si512(rec + 64 * b)));
       }
     }
   }
@@ -122,7 +107,7 @@ __attribute__((noinline)) void group_dot(const std::uint8_t* const* rows, std::i
 }
 
 // One tile: rows [row0, row0 + rows) × the decoded panels [panel0, panel0 + panels), rows ≤ 8.
-template <bool Symmetric, int Bits>
+template <bool Symmetric>
 void tile(const Int8Args& a, const std::uint8_t* scratch, std::int64_t panel0, int panels,
           std::int64_t row0, int rows) {
   const PackedView& v = a.w;
@@ -145,9 +130,9 @@ void tile(const Int8Args& a, const std::uint8_t* scratch, std::int64_t panel0, i
     const __m512 s0 = int8_stage::load_scales(v, m0);
     const __m512 s1 = int8_stage::load_scales(v, m1);
     const __m512 s2 = int8_stage::load_scales(v, m2);
-    const __m512 z0 = int8_stage::scaled_zero_points<Bits, Symmetric>(v, m0, s0);
-    const __m512 z1 = int8_stage::scaled_zero_points<Bits, Symmetric>(v, m1, s1);
-    const __m512 z2 = int8_stage::scaled_zero_points<Bits, Symmetric>(v, m2, s2);
+    const __m512 z0 = int8_stage::scaled_zero_points<8, Symmetric>(v, m0, s0);
+    const __m512 z1 = int8_stage::scaled_zero_points<8, Symmetric>(v, m1, s1);
+    const __m512 z2 = int8_stage::scaled_zero_points<8, Symmetric>(v, m2, s2);
 #define LUCIDQ_FLUSH_ONE(r, p)                                                  \
   _mm512_store_ps(facc[r] + 16 * p, int8_stage::flush<Symmetric>(               \
                                         _mm512_load_ps(facc[r] + 16 * p), s##p, \
@@ -170,7 +155,7 @@ void tile(const Int8Args& a, const std::uint8_t* scratch, std::int64_t panel0, i
 #undef LUCIDQ_ROWS
 
 // Each tile of 3 panels is decoded once for all M rows, then walked in blocks of 8 rows.
-template <int Bits, bool Symmetric>
+template <bool Symmetric>
 void run(const Int8Args& a, std::int64_t panel_begin, std::int64_t panel_end) {
   // One scratch per thread, kept between calls (a fresh large allocation per call costs page
   // faults on every call).
@@ -183,10 +168,10 @@ void run(const Int8Args& a, std::int64_t panel_begin, std::int64_t panel_end) {
   }
   for (std::int64_t panel = panel_begin; panel < panel_end; panel += tile_panels) {
     const int panels = static_cast<int>(std::min<std::int64_t>(tile_panels, panel_end - panel));
-    decode_tile<Bits, Symmetric>(a.w, panel, panels, scratch.get());
+    decode_tile<Symmetric>(a.w, panel, panels, scratch.get());
     for (std::int64_t row0 = 0; row0 < a.m; row0 += tile_rows) {
       const int rows = static_cast<int>(std::min<std::int64_t>(tile_rows, a.m - row0));
-      tile<Symmetric, Bits>(a, scratch.get(), panel, panels, row0, rows);
+      tile<Symmetric>(a, scratch.get(), panel, panels, row0, rows);
     }
   }
 }
@@ -194,16 +179,10 @@ void run(const Int8Args& a, std::int64_t panel_begin, std::int64_t panel_end) {
 }  // namespace
 
 void int8_panels_avx512_vnni(const Int8Args& a, std::int64_t panel_begin, std::int64_t panel_end) {
-  if (a.w.bits == 4) {
-    if (a.w.symmetric) {
-      run<4, true>(a, panel_begin, panel_end);
-    } else {
-      run<4, false>(a, panel_begin, panel_end);
-    }
-  } else if (a.w.symmetric) {
-    run<8, true>(a, panel_begin, panel_end);
+  if (a.w.symmetric) {
+    run<true>(a, panel_begin, panel_end);
   } else {
-    run<8, false>(a, panel_begin, panel_end);
+    run<false>(a, panel_begin, panel_end);
   }
 }
 
