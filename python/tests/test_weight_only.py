@@ -1,5 +1,8 @@
 """Tests of lucidq.WeightOnlyLinear / PackedWeightsLowBit / weight_only_linear (NumPy in and out)."""
 
+import pathlib
+import re
+
 import numpy as np
 import pytest
 
@@ -213,3 +216,11 @@ def test_activations_auto_picks_the_documented_path(rng):
     with pytest.raises(ValueError, match=r"x\[3, 9\] = nan"):
         Q.weight_only_linear(auto.weight, bad, activations="int8")
     assert np.isnan(auto(bad)[3]).all()  # auto falls back to float32 for non-finite x
+
+
+def test_readme_example_runs():
+    """The ```python block under "## Weight-only low-bit layers" in python/README.md."""
+    readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("## Weight-only low-bit layers", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    exec(compile(code, "README.md", "exec"), {})
