@@ -14,6 +14,7 @@
 
 #include <utility>
 
+#include "kernels/avx512/weight_only_scales.hpp"
 #include "weight_only/kernels.hpp"
 
 namespace lucid::quantization::weight_only {
@@ -26,14 +27,6 @@ constexpr std::int64_t prefetch_bytes = 1024;
 // Independent partial sums per row: enough to hide the FMA latency at small MR.
 constexpr int chains_for(int mr) {
   return mr >= 4 ? 1 : (mr >= 2 ? 2 : 4);
-}
-
-inline __m512 load_scales(const PackedView& v, const std::uint8_t* meta) {
-  if (v.bf16_scales) {
-    const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(meta));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
-  }
-  return _mm512_loadu_ps(reinterpret_cast<const float*>(meta));
 }
 
 template <int MR, int C>
@@ -105,7 +98,7 @@ inline void panel_rows(const GemmArgs& a, std::int64_t panel, std::int64_t row0,
       }
     }
     const std::uint8_t* meta = rec + v.code_bytes(len);
-    const __m512 s = load_scales(v, meta);
+    const __m512 s = load_group_scales(v, meta);
     for (int r = 0; r < MR; ++r) {
       __m512 p = part.p[r][0];
       if constexpr (C == 2) p = _mm512_add_ps(p, part.p[r][1]);

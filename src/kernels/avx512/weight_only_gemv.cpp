@@ -119,7 +119,7 @@ void rows_block(const Int8Args& a, std::int64_t panel0, int panels, std::int64_t
     const std::int64_t meta_offset = offset + v.code_bytes(len);
     for (int p = 0; p < P; ++p) {
       const std::uint8_t* meta = base[p] + meta_offset;
-      const __m512 scales = int8_stage::load_scales(v, meta);
+      const __m512 scales = load_group_scales(v, meta);
       const __m512 scaled_zw = int8_stage::scaled_zero_points<Bits, Symmetric>(v, meta, scales);
       for (int r = 0; r < R; ++r) {
         const float group_sum = Symmetric ? 0.0f : a.x_group_sums[(row0 + r) * v.groups + j];

@@ -10,18 +10,10 @@
 
 #include <cstdint>
 
+#include "kernels/avx512/weight_only_scales.hpp"
 #include "weight_only/kernels.hpp"
 
 namespace lucid::quantization::weight_only::int8_stage {
-
-/// The 16 scales of a group record's meta block, widened to float32.
-inline __m512 load_scales(const PackedView& v, const std::uint8_t* meta) {
-  if (v.bf16_scales) {
-    const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(meta));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
-  }
-  return _mm512_loadu_ps(reinterpret_cast<const float*>(meta));
-}
 
 /// fl(s · zw) for the 16 channels of an affine record (zw = int8_zero_point); 0 when symmetric.
 template <int Bits, bool Symmetric>

@@ -127,9 +127,9 @@ void tile(const Int8Args& a, const std::uint8_t* scratch, std::int64_t panel0, i
     const std::uint8_t* m0 = v.record(panel0, j) + v.code_bytes(len);
     const std::uint8_t* m1 = v.record(p1, j) + v.code_bytes(len);
     const std::uint8_t* m2 = v.record(p2, j) + v.code_bytes(len);
-    const __m512 s0 = int8_stage::load_scales(v, m0);
-    const __m512 s1 = int8_stage::load_scales(v, m1);
-    const __m512 s2 = int8_stage::load_scales(v, m2);
+    const __m512 s0 = load_group_scales(v, m0);
+    const __m512 s1 = load_group_scales(v, m1);
+    const __m512 s2 = load_group_scales(v, m2);
     const __m512 z0 = int8_stage::scaled_zero_points<8, Symmetric>(v, m0, s0);
     const __m512 z1 = int8_stage::scaled_zero_points<8, Symmetric>(v, m1, s1);
     const __m512 z2 = int8_stage::scaled_zero_points<8, Symmetric>(v, m2, s2);
