@@ -361,6 +361,11 @@ TEST_F(GemmTest, PackingRoundTrips) {
   for (std::size_t i = 0; i < codes.size(); ++i)
     ASSERT_EQ(got[i], codes[i]) << i;
   EXPECT_EQ(qw.scales()[5], expected.qparams().scale[5]);
+  // to_quantized reports the grid the codes were made on (qint8 for pack()).
+  EXPECT_EQ(qw.to_quantized().qparams().qdtype, Q::qint8.narrow_range());
+  EXPECT_EQ(Q::PackedWeightsInt8::from_quantized(qw.to_quantized()).to_quantized().qparams().qdtype,
+            Q::qint8.narrow_range());
+  EXPECT_EQ(p.packed.to_quantized().qparams().qdtype, Q::qint8);
 }
 
 TEST_F(GemmTest, ErrorsNameTheArgumentAndWriteNothing) {

@@ -6,6 +6,7 @@
 
 #include "gemm/gemm_kernels.hpp"
 #include "lucid/quantization/gemm.hpp"
+#include "lucid/quantization/qdtype.hpp"
 
 namespace lucid::quantization {
 
@@ -23,6 +24,7 @@ struct PackedWeightsInt8::Layout {
   std::int64_t k = 0;
   std::int64_t panels = 0;  // ceil(n / 16)
   bool per_channel = false;
+  QDtype qdtype = qint8;                  // the grid the codes were made on (to_quantized)
   std::vector<float> scales;              // n (a per-tensor scale repeated)
   std::vector<std::int32_t> column_sums;  // panels · 16, zero for padding channels
   std::vector<Group> groups;              // panels · ceil(k / 4)

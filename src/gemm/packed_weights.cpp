@@ -44,8 +44,9 @@ void check_scale(const char* what, std::size_t index, float scale) {
 // Packs validated codes (row n at w + n · row_stride) with validated scales.
 std::shared_ptr<const Layout> build(const std::int8_t* w, std::int64_t n, std::int64_t k,
                                     std::int64_t row_stride, std::vector<float> scales,
-                                    bool per_channel) {
+                                    bool per_channel, QDtype qdtype) {
   auto layout = std::make_shared<Layout>();
+  layout->qdtype = qdtype;
   layout->n = n;
   layout->k = k;
   layout->panels = (n + igemm::panel_width - 1) / igemm::panel_width;
@@ -84,7 +85,7 @@ PackedWeightsInt8 PackedWeightsInt8::pack(const std::int8_t* w, std::int64_t n, 
   std::vector<float> all(static_cast<std::size_t>(n), scales[0]);
   if (per_channel) all.assign(scales.begin(), scales.end());
   PackedWeightsInt8 packed;
-  packed.layout_ = build(w, n, k, row_stride, std::move(all), per_channel);
+  packed.layout_ = build(w, n, k, row_stride, std::move(all), per_channel, qint8);
   return packed;
 }
 
@@ -121,7 +122,7 @@ PackedWeightsInt8 PackedWeightsInt8::from_quantized(const QuantizedTensor& weigh
   std::vector<float> scales(static_cast<std::size_t>(n), qp.scale[0]);
   if (per_channel) scales = qp.scale;
   PackedWeightsInt8 packed;
-  packed.layout_ = build(codes, n, k, k, std::move(scales), per_channel);
+  packed.layout_ = build(codes, n, k, k, std::move(scales), per_channel, qp.qdtype);
   return packed;
 }
 
@@ -174,7 +175,7 @@ PackedWeightsInt8 PackedWeightsInt8::quantize(const float* w, std::int64_t n, st
   }
   if (!per_channel) scales.assign(static_cast<std::size_t>(n), scales[0]);
   PackedWeightsInt8 packed;
-  packed.layout_ = build(codes.data(), n, k, k, std::move(scales), per_channel);
+  packed.layout_ = build(codes.data(), n, k, k, std::move(scales), per_channel, qdtype);
   return packed;
 }
 
@@ -219,8 +220,8 @@ QuantizedTensor PackedWeightsInt8::to_quantized() const {
     storage[i] = static_cast<std::uint8_t>(codes[i]);
   QParams qp = l.per_channel
                    ? QParams::per_channel(l.scales, std::vector<std::int32_t>(l.scales.size(), 0),
-                                          0, qint8, QScheme::PER_CHANNEL_SYMMETRIC)
-                   : QParams::per_tensor(l.scales[0], 0, qint8, QScheme::PER_TENSOR_SYMMETRIC);
+                                          0, l.qdtype, QScheme::PER_CHANNEL_SYMMETRIC)
+                   : QParams::per_tensor(l.scales[0], 0, l.qdtype, QScheme::PER_TENSOR_SYMMETRIC);
   return QuantizedTensor({l.n, l.k}, std::move(qp), std::move(storage));
 }
 

@@ -77,7 +77,9 @@ class PackedWeightsInt8 {
   std::size_t packed_bytes() const;
   /// The codes back as row-major W[N, K] (for tests and round trips).
   std::vector<std::int8_t> unpack() const;
-  /// The weight as a QuantizedTensor [N, K] (qint8, per-channel axis 0 or per-tensor).
+  /// The weight as a QuantizedTensor [N, K] (per-channel axis 0 or per-tensor) on the grid the
+  /// codes were made on: qint8 for pack(), the given qdtype for quantize() / from_quantized()
+  /// (e.g. qint8[-127,127]).
   QuantizedTensor to_quantized() const;
 
   /// Internal: the packed representation the kernels read.
