@@ -410,8 +410,8 @@ TEST(WeightOnlyGemm, RowsAreBatchInvariant) {
   Q::set_isa(before);
 }
 
-// `automatic` takes int8_dynamic for every M on the AVX-512 tier of a CPU with AVX512-VNNI (and
-// groups fit); float32 otherwise, and whenever x is not finite.
+// `automatic` takes int8_dynamic for every M when the tier has a fast int8 kernel for the codes
+// (AVX-512 with VNNI; AVX2 for int4) and groups fit; float32 otherwise, and for non-finite x.
 TEST(WeightOnlyGemm, AutomaticPicksTheDocumentedPath) {
   std::mt19937_64 rng(Q::testing::test_seed());
   const std::int64_t n = 40, k = 300;
@@ -420,7 +420,8 @@ TEST(WeightOnlyGemm, AutomaticPicksTheDocumentedPath) {
   const Q::Isa before = Q::active_isa();
   for (const Q::Isa isa : Q::supported_isas()) {
     Q::set_isa(isa);
-    const bool fast = isa == Q::Isa::avx512 && Q::cpu_features().avx512vnni;
+    // int4 codes: VNNI or AVX2 kernels; the reference tier has none.
+    const bool fast = isa != Q::Isa::reference;
     for (const std::int64_t m : {std::int64_t{1}, std::int64_t{4}, std::int64_t{33}}) {
       SCOPED_TRACE(Q::to_string(isa) + " m=" + std::to_string(m));
       const auto path = Q::resolve_activations({}, m, packed);

@@ -83,8 +83,9 @@ class WeightOnlyLinear:
         scale_type: "f32" or "bf16"; activations: "float32" (float FMAs, weight
         error only), "int8" (each row of x quantized dynamically to uint8 and
         multiplied exactly in int32: faster, adds the activation
-        quantization error) or "auto" (int8 when the CPU has AVX512-VNNI and
-        x is finite, for any number of rows).
+        quantization error) or "auto" (int8 when the CPU has a fast kernel for
+        it, AVX512-VNNI or AVX2 for int4 weights, and x is finite; for any
+        number of rows).
         """
         packed = PackedWeightsLowBit.quantize(
             weight, bits=bits, group_size=group_size, symmetric=symmetric, scale_type=scale_type

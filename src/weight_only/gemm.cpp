@@ -42,25 +42,24 @@ struct Int8Choice {
 };
 
 /// The int8-activation kernel for the active tier, M rows and the weight's code width: VNNI on
-/// AVX-512 CPUs with it, else the reference (the same bits, slowly).
+/// AVX-512 CPUs with it; for int4 codes the AVX2 kernel on the AVX2 tier (and AVX-512 without
+/// VNNI); else the reference (the same bits, slowly).
 Int8Choice int8_kernel(std::int64_t m, int bits) {
 #if defined(LUCIDQ_X86_KERNELS)
   if (active_isa() == Isa::avx512 && cpu_features().avx512vnni) {
     if (bits == 4 || m <= int8_gemv_max_rows) return {&int8_gemv_avx512_vnni, gemv_panels};
     return {&int8_panels_avx512_vnni, 3};
   }
+  if (active_isa() != Isa::reference && bits == 4) return {&int8_int4_panels_avx2, 1};
 #endif
   (void)m;
   (void)bits;
   return {};
 }
 
-bool int8_kernel_is_fast() {
-#if defined(LUCIDQ_X86_KERNELS)
-  return active_isa() == Isa::avx512 && cpu_features().avx512vnni;
-#else
-  return false;
-#endif
+/// Whether the int8-activation path has a fast kernel for this code width on the active tier.
+bool int8_kernel_is_fast(int bits) {
+  return int8_kernel(1, bits).kernel != &int8_panels_reference;
 }
 
 }  // namespace weight_only
@@ -214,8 +213,9 @@ WeightOnlyActivations resolve_activations(const WeightOnlyOptions& options, std:
   if (options.activations != WeightOnlyActivations::automatic) return options.activations;
   const bool fits = w.layout().view.group_length <= int8_max_group;
   (void)m;  // deliberately not a function of M: rows are batch-invariant
-  return (fits && weight_only::int8_kernel_is_fast()) ? WeightOnlyActivations::int8_dynamic
-                                                      : WeightOnlyActivations::float32;
+  return (fits && weight_only::int8_kernel_is_fast(w.layout().view.bits))
+             ? WeightOnlyActivations::int8_dynamic
+             : WeightOnlyActivations::float32;
 }
 
 void weight_only_gemm(const void* x, ScalarType x_type, std::int64_t m, std::int64_t x_row_stride,

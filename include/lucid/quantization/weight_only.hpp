@@ -13,10 +13,10 @@
 // float32 and apply the group's scale (and the zero point through Σ_k x) once
 // per group. Results are float32 and agree with the exact value within the
 // rounding bound of docs/numerics.md; they never depend on the thread count.
-// On AVX512-VNNI CPUs the default (automatic) instead quantizes x per row to
-// uint8 and multiplies exactly in int32 (WeightOnlyActivations::int8_dynamic;
-// "The int8-activation path"), for any M; on that path a row's result never
-// depends on the other rows of the call.
+// Where a fast kernel exists (AVX512-VNNI; AVX2 for int4 weights) the default
+// (automatic) instead quantizes x per row to uint8 and multiplies exactly in int32
+// (WeightOnlyActivations::int8_dynamic; "The int8-activation path"), for any M; on that path a
+// row's result never depends on the other rows of the call.
 #pragma once
 
 #include <cstdint>
@@ -119,15 +119,15 @@ class PackedWeightsLowBit {
 /// - int8_dynamic: each row of x quantized dynamically to uint8 (per-row
 ///   affine, calculate_qparams on the row's min/max, as gemm_dynamic does),
 ///   the weight codes decoded to int8 and multiplied exactly in int32
-///   (AVX-512 VNNI), group scales applied in float32. The result also carries
-///   the activation-quantization error (≈ s_x² / 12 per element). The same
-///   bits on every tier: tiers without a VNNI kernel run the reference one
-///   (slow). Throws Error for non-finite x; needs every group ≤ 65536 long.
-/// - automatic: int8_dynamic when the active tier is AVX-512 on a CPU with
-///   AVX512-VNNI, every group is ≤ 65536 long and x is finite; float32
-///   otherwise. The choice does not depend on M, and on the int8 path each
-///   output row depends only on its own row of x (the same bits alone or in
-///   a batch; the float32 path's rounding depends on M).
+///   (AVX-512 VNNI; AVX2 vpmaddubsw for int4 codes), group scales applied in float32. The result
+///   also carries the activation-quantization error (≈ s_x² / 12 per element). The same bits on
+///   every tier: tiers without a fast kernel for the codes run the reference one (slow). Throws
+///   Error for non-finite x; needs every group ≤ 65536 long.
+/// - automatic: int8_dynamic when the active tier has a fast int8 kernel for
+///   the codes (AVX-512 on a CPU with AVX512-VNNI; for int4 codes also AVX2),
+///   every group is ≤ 65536 long and x is finite; float32 otherwise. The choice does not depend on
+///   M, and on the int8 path each output row depends only on its own row of x (the same bits alone
+///   or in a batch; the float32 path's rounding depends on M).
 enum class WeightOnlyActivations : std::uint8_t { float32, int8_dynamic, automatic };
 
 /// "float32" / "int8_dynamic" / "automatic".
@@ -156,7 +156,7 @@ WeightOnlyActivations resolve_activations(const WeightOnlyOptions& options, std:
 /// other than float32 / bfloat16. Non-finite x propagates as IEEE arithmetic
 /// does. Safe to call from several threads at once with distinct outputs.
 /// `options` picks the activation arithmetic (WeightOnlyActivations; the
-/// default, automatic, is int8_dynamic on AVX512-VNNI CPUs).
+/// default, automatic, is int8_dynamic where a fast kernel exists).
 void weight_only_gemm(const void* x, ScalarType x_type, std::int64_t m, std::int64_t x_row_stride,
                       const PackedWeightsLowBit& w, const float* bias, float* y,
                       std::int64_t y_row_stride, const WeightOnlyOptions& options = {});
