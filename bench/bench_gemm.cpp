@@ -126,28 +126,62 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// One warm-up call, then `reps` samples of >= min_time seconds each; call(i) gets a running index.
-Timing time_calls(const std::function<void(std::int64_t)>& call, int reps, double min_time) {
-  std::int64_t index = 0;
-  call(index++);
+// One timed call site of a row: the function, what it reads, and its samples so far.
+struct Job {
+  std::string name;
+  std::size_t weight_bytes = 0;
+  int copies = 1;
+  bool openblas = false;  // its spinning threads need settle() before the next library
+  std::function<void(std::int64_t)> call;
+  std::int64_t index = 0;  // running argument of call (rotates cold copies)
   std::vector<double> per_call;
-  Timing t;
+  std::int64_t calls = 0;
+};
+
+// One sample of job: as many calls as fit in min_time seconds.
+void sample(Job& job, double min_time) {
+  std::int64_t calls = 0;
+  const auto start = Clock::now();
+  double elapsed = 0;
+  do {
+    job.call(job.index++);
+    ++calls;
+    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  } while (elapsed < min_time);
+  job.per_call.push_back(elapsed / static_cast<double>(calls));
+  job.calls += calls;
+}
+
+void settle();
+
+// Every job gets one warm-up call, then `reps` rounds each take one sample of every job in
+// turn, so a slow phase of the machine touches all libraries alike (the ratios are steadier
+// than with one library's samples back to back); OpenBLAS jobs come last in a round and are
+// followed by settle().
+std::map<std::string, Timing> time_interleaved(std::vector<Job>& jobs, int reps, double min_time) {
+  std::stable_partition(jobs.begin(), jobs.end(), [](const Job& j) { return !j.openblas; });
+  const bool any_openblas =
+      std::any_of(jobs.begin(), jobs.end(), [](const Job& j) { return j.openblas; });
+  for (Job& job : jobs)
+    job.call(job.index++);
+  if (any_openblas) settle();
   for (int r = 0; r < reps; ++r) {
-    std::int64_t calls = 0;
-    const auto start = Clock::now();
-    double elapsed = 0;
-    do {
-      call(index++);
-      ++calls;
-      elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-    } while (elapsed < min_time);
-    per_call.push_back(elapsed / static_cast<double>(calls));
-    t.calls += calls;
+    for (Job& job : jobs)
+      sample(job, min_time);
+    if (any_openblas) settle();
   }
-  t.median_s = median(per_call);
-  t.min_s = *std::min_element(per_call.begin(), per_call.end());
-  t.runs = reps;
-  return t;
+  std::map<std::string, Timing> out;
+  for (const Job& job : jobs) {
+    Timing t;
+    t.median_s = median(job.per_call);
+    t.min_s = *std::min_element(job.per_call.begin(), job.per_call.end());
+    t.runs = reps;
+    t.calls = job.calls;
+    t.weight_bytes = job.weight_bytes;
+    t.copies = job.copies;
+    out[job.name] = t;
+  }
+  return out;
 }
 
 // Every library at `threads`: lucidq, OpenMP (oneDNN) and OpenBLAS's own pool.
@@ -285,12 +319,16 @@ void bench_shape(const Shape& s, const std::vector<int>& thread_counts, const Op
   for (const int threads : thread_counts) {
     set_threads(threads);
     Row row{s, threads, {}, {}};
+    std::vector<Job> jobs;
     const auto time = [&](const std::string& name, std::size_t bytes, int rotate,
-                          const std::function<void(std::int64_t)>& call) {
-      Timing t = time_calls(call, o.reps, o.min_time);
-      t.weight_bytes = bytes;
-      t.copies = rotate;
-      row.t[name] = t;
+                          std::function<void(std::int64_t)> call) {
+      Job job;
+      job.name = name;
+      job.weight_bytes = bytes;
+      job.copies = rotate;
+      job.openblas = name.rfind("openblas", 0) == 0;
+      job.call = std::move(call);
+      jobs.push_back(std::move(job));
     };
     const std::size_t our_bytes = packed[0].packed_bytes();
     time("lucidq_f32", our_bytes, 1, [&](std::int64_t) {
@@ -329,17 +367,15 @@ void bench_shape(const Shape& s, const std::vector<int>& thread_counts, const Op
     }
 #endif
 #ifdef LUCIDQ_BENCH_ONEDNN
-    {
-      // Created after omp_set_num_threads: oneDNN may block for the thread count.
-      B::OneDnnMatmul f32(in, B::OneDnnMatmul::Dst::f32, copies);
-      B::OneDnnMatmul s32(in, B::OneDnnMatmul::Dst::s32);
-      row.onednn_impl = f32.implementation();
-      time("onednn_f32", f32.weight_bytes(), 1, [&](std::int64_t) { f32.run(); });
-      time("onednn_s32", s32.weight_bytes(), 1, [&](std::int64_t) { s32.run(); });
-      if (cold)
-        time("onednn_f32_cold", f32.weight_bytes(), copies,
-             [&](std::int64_t i) { f32.run(static_cast<int>(i % copies)); });
-    }
+    // Created after omp_set_num_threads: oneDNN may block for the thread count.
+    B::OneDnnMatmul f32(in, B::OneDnnMatmul::Dst::f32, copies);
+    B::OneDnnMatmul s32(in, B::OneDnnMatmul::Dst::s32);
+    row.onednn_impl = f32.implementation();
+    time("onednn_f32", f32.weight_bytes(), 1, [&](std::int64_t) { f32.run(); });
+    time("onednn_s32", s32.weight_bytes(), 1, [&](std::int64_t) { s32.run(); });
+    if (cold)
+      time("onednn_f32_cold", f32.weight_bytes(), copies,
+           [&](std::int64_t i) { f32.run(static_cast<int>(i % copies)); });
 #endif
 #ifdef LUCIDQ_BENCH_OPENBLAS
     time("openblas_f32", sgemm.weight_bytes(), 1, [&](std::int64_t) { sgemm.run(); });
@@ -352,8 +388,8 @@ void bench_shape(const Shape& s, const std::vector<int>& thread_counts, const Op
         time("openblas_gemv_cold", sgemm.weight_bytes(), copies,
              [&](std::int64_t i) { sgemm.run_gemv(static_cast<int>(i % copies)); });
     }
-    settle();
 #endif
+    row.t = time_interleaved(jobs, o.reps, o.min_time);
     rows.push_back(row);
   }
 }
