@@ -5,7 +5,6 @@
 
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/observer_calibrators.hpp"
-#include "observers/calibrator_options.hpp"
 #include "observers/dyadic_histogram.hpp"
 #include "observers/state.hpp"
 
@@ -86,8 +85,7 @@ std::size_t best_threshold_bins(std::span<const std::int64_t> hist, std::size_t 
 }  // namespace
 
 EntropyObserver::EntropyObserver(const QuantGrid& grid, const Options& options)
-    : HistogramCalibrator("EntropyObserver", grid, 0, options.bins, /*absolute=*/true),
-      options_(options) {
+    : CalibratorWithOptions("EntropyObserver", grid, 0, /*absolute=*/true, options) {
   if (is_per_channel(grid.qscheme)) {
     throw Error("EntropyObserver: qscheme = " + to_string(grid.qscheme) +
                 " (expected per_tensor_affine or per_tensor_symmetric: the KL search needs a "
@@ -113,30 +111,6 @@ ClipRange EntropyObserver::clipping_range() const {
       std::min(static_cast<float>(occupied.lo + static_cast<double>(kept) * occupied.width), amax);
   if (is_symmetric(qscheme())) return {{-threshold}, {threshold}};
   return {{std::max(data_min, -threshold)}, {std::min(data_max, threshold)}};
-}
-
-void EntropyObserver::merge(const Observer& other) {
-  require_same_config(other);
-  detail::require_same_options(name(), options_,
-                               static_cast<const EntropyObserver&>(other).options_);
-  HistogramCalibrator::merge(other);
-}
-
-std::string EntropyObserver::save_state() const {
-  return detail::write_state(name(), detail::options_to_json(grid_, options_),
-                             detail::Json::parse(stats_json()));
-}
-
-void EntropyObserver::load_state(std::string_view state) {
-  const auto parsed = detail::read_state(state, name());
-  EntropyObserver loaded(detail::grid_from_json(parsed.options),
-                         detail::options_from_json<Options>(parsed.options, name()));
-  loaded.load_stats_json(parsed.stats.dump());
-  *this = loaded;
-}
-
-std::unique_ptr<Observer> EntropyObserver::clone() const {
-  return std::make_unique<EntropyObserver>(*this);
 }
 
 }  // namespace lucid::quantization

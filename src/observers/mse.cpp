@@ -5,7 +5,6 @@
 
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/observer_calibrators.hpp"
-#include "observers/calibrator_options.hpp"
 #include "observers/dyadic_histogram.hpp"
 #include "observers/state.hpp"
 
@@ -101,8 +100,7 @@ double search_fraction(Cost&& cost) {
 }  // namespace
 
 MseObserver::MseObserver(const QuantGrid& grid, const Options& options)
-    : HistogramCalibrator("MseObserver", grid, options.ch_axis, options.bins, false),
-      options_(options) {}
+    : CalibratorWithOptions("MseObserver", grid, options.ch_axis, false, options) {}
 
 ClipRange MseObserver::clipping_range() const {
   require_data("clipping_range");
@@ -157,29 +155,6 @@ ClipRange MseObserver::clipping_range() const {
     range.max.push_back(hi);
   }
   return range;
-}
-
-void MseObserver::merge(const Observer& other) {
-  require_same_config(other);
-  detail::require_same_options(name(), options_, static_cast<const MseObserver&>(other).options_);
-  HistogramCalibrator::merge(other);
-}
-
-std::string MseObserver::save_state() const {
-  return detail::write_state(name(), detail::options_to_json(grid_, options_),
-                             detail::Json::parse(stats_json()));
-}
-
-void MseObserver::load_state(std::string_view state) {
-  const auto parsed = detail::read_state(state, name());
-  MseObserver loaded(detail::grid_from_json(parsed.options),
-                     detail::options_from_json<Options>(parsed.options, name()));
-  loaded.load_stats_json(parsed.stats.dump());
-  *this = loaded;
-}
-
-std::unique_ptr<Observer> MseObserver::clone() const {
-  return std::make_unique<MseObserver>(*this);
 }
 
 }  // namespace lucid::quantization

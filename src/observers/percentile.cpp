@@ -4,7 +4,6 @@
 
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/observer_calibrators.hpp"
-#include "observers/calibrator_options.hpp"
 #include "observers/dyadic_histogram.hpp"
 #include "observers/state.hpp"
 
@@ -53,8 +52,7 @@ std::vector<std::int64_t> fold_absolute(const detail::DyadicHistogram::Occupied&
 }  // namespace
 
 PercentileObserver::PercentileObserver(const QuantGrid& grid, const Options& options)
-    : HistogramCalibrator("PercentileObserver", grid, options.ch_axis, options.bins, false),
-      options_(checked(options)) {}
+    : CalibratorWithOptions("PercentileObserver", grid, options.ch_axis, false, checked(options)) {}
 
 ClipRange PercentileObserver::clipping_range() const {
   require_data("clipping_range");
@@ -88,30 +86,6 @@ ClipRange PercentileObserver::clipping_range() const {
     range.max.push_back(hi);
   }
   return range;
-}
-
-void PercentileObserver::merge(const Observer& other) {
-  require_same_config(other);
-  detail::require_same_options(name(), options_,
-                               static_cast<const PercentileObserver&>(other).options_);
-  HistogramCalibrator::merge(other);
-}
-
-std::string PercentileObserver::save_state() const {
-  return detail::write_state(name(), detail::options_to_json(grid_, options_),
-                             detail::Json::parse(stats_json()));
-}
-
-void PercentileObserver::load_state(std::string_view state) {
-  const auto parsed = detail::read_state(state, name());
-  PercentileObserver loaded(detail::grid_from_json(parsed.options),
-                            detail::options_from_json<Options>(parsed.options, name()));
-  loaded.load_stats_json(parsed.stats.dump());
-  *this = loaded;
-}
-
-std::unique_ptr<Observer> PercentileObserver::clone() const {
-  return std::make_unique<PercentileObserver>(*this);
 }
 
 }  // namespace lucid::quantization

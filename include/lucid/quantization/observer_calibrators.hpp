@@ -72,26 +72,39 @@ struct MseOptions {
   bool operator==(const MseOptions&) const = default;
 };
 
-/// Clips to percentiles of the data seen: affine schemes to
-/// [P(100 - p), P(p)], symmetric ones to +-P_|x|(p), the p-th percentile of |x|
-/// (so p = 99.99 keeps all but the outermost 0.01 %). Percentiles are read from
-/// the histogram, linear within a bin. Per tensor and per channel.
-class PercentileObserver : public HistogramCalibrator {
+/// What the three calibrators share beyond the histograms: their Options, kept in the state
+/// JSON (save_state / load_state), required equal by merge(), and clone(). Derived is the
+/// calibrator itself (defined for PercentileObserver, EntropyObserver and MseObserver).
+template <class Derived, class OptionsT>
+class CalibratorWithOptions : public HistogramCalibrator {
  public:
-  using Options = PercentileOptions;
-  explicit PercentileObserver(const QuantGrid& grid = {}, const Options& options = {});
+  using Options = OptionsT;
 
-  std::string_view name() const override { return "PercentileObserver"; }
   std::string save_state() const override;
   void load_state(std::string_view state) override;
   std::unique_ptr<Observer> clone() const override;
-  ClipRange clipping_range() const override;
   void merge(const Observer& other) override;
 
   const Options& options() const { return options_; }
 
- private:
+ protected:
+  CalibratorWithOptions(std::string_view name, const QuantGrid& grid, int ch_axis, bool absolute,
+                        const Options& options)
+      : HistogramCalibrator(name, grid, ch_axis, options.bins, absolute), options_(options) {}
+
   Options options_;
+};
+
+/// Clips to percentiles of the data seen: affine schemes to
+/// [P(100 - p), P(p)], symmetric ones to +-P_|x|(p), the p-th percentile of |x|
+/// (so p = 99.99 keeps all but the outermost 0.01 %). Percentiles are read from
+/// the histogram, linear within a bin. Per tensor and per channel.
+class PercentileObserver : public CalibratorWithOptions<PercentileObserver, PercentileOptions> {
+ public:
+  explicit PercentileObserver(const QuantGrid& grid = {}, const Options& options = {});
+
+  std::string_view name() const override { return "PercentileObserver"; }
+  ClipRange clipping_range() const override;
 };
 
 /// TensorRT's entropy calibration: a histogram of |x|; for every candidate
@@ -100,22 +113,12 @@ class PercentileObserver : public HistogramCalibrator {
 /// compared with its quantized version Q, and T with the least KL(P || Q) wins.
 /// Symmetric schemes clip to [-T, T]; affine ones to [-T, T] intersected with
 /// the observed range. Per tensor only (per-channel schemes raise Error).
-class EntropyObserver : public HistogramCalibrator {
+class EntropyObserver : public CalibratorWithOptions<EntropyObserver, EntropyOptions> {
  public:
-  using Options = EntropyOptions;
   explicit EntropyObserver(const QuantGrid& grid = {}, const Options& options = {});
 
   std::string_view name() const override { return "EntropyObserver"; }
-  std::string save_state() const override;
-  void load_state(std::string_view state) override;
-  std::unique_ptr<Observer> clone() const override;
   ClipRange clipping_range() const override;
-  void merge(const Observer& other) override;
-
-  const Options& options() const { return options_; }
-
- private:
-  Options options_;
 };
 
 /// Searches the clipping range whose qparams minimise the mean squared
@@ -123,22 +126,12 @@ class EntropyObserver : public HistogramCalibrator {
 /// uniform within a bin; rounding and clipping error integrated exactly).
 /// Symmetric schemes search max|x| * t; affine ones [min * t, max * t], then
 /// refine each end alone. Per tensor and per channel.
-class MseObserver : public HistogramCalibrator {
+class MseObserver : public CalibratorWithOptions<MseObserver, MseOptions> {
  public:
-  using Options = MseOptions;
   explicit MseObserver(const QuantGrid& grid = {}, const Options& options = {});
 
   std::string_view name() const override { return "MseObserver"; }
-  std::string save_state() const override;
-  void load_state(std::string_view state) override;
-  std::unique_ptr<Observer> clone() const override;
   ClipRange clipping_range() const override;
-  void merge(const Observer& other) override;
-
-  const Options& options() const { return options_; }
-
- private:
-  Options options_;
 };
 
 }  // namespace lucid::quantization
