@@ -155,6 +155,28 @@ TEST_P(GemmVariant, ExtremeCodesAtMaximumDepth) {
   }
 }
 
+TEST_P(GemmVariant, MatchesReferenceForNineToSixteenRows) {
+  // Every row count of 9..16 (a full 8-row micro-tile and a remainder of 1..8 rows) with
+  // K % 4 = 0..3, N not a multiple of 48 (one-, two- and three-panel tiles) and uint8 / int8 codes.
+  std::mt19937_64 rng(Q::testing::test_seed());
+  const G::GemmKernel reference = G::gemm_kernel_variants()[0];
+  std::uniform_int_distribution<int> offset(0, 63);
+  for (std::int64_t m = 9; m <= 16; ++m) {
+    for (const std::int64_t k : {1, 2, 3, 4, 61, 130, 259, 1024}) {
+      const std::int64_t n = std::vector<std::int64_t>{17, 49, 81, 33}[(m + k) % 4];
+      const Q::PackedWeightsInt8 w = random_weights(rng, n, k);
+      const bool flip = (m + k) % 2 == 1;
+      const std::int64_t stride = k + m % 3 * 7;
+      const Activations a(rng, m, k, stride, static_cast<std::size_t>(offset(rng)));
+      const std::int32_t effective =
+          (flip ? -128 : 0) + 128 + static_cast<std::int32_t>(m * k % 128);
+      ASSERT_EQ(run(kernel_, a, m, stride, flip, effective, w),
+                run(reference, a, m, stride, flip, effective, w))
+          << kernel_.name << " M=" << m << " N=" << n << " K=" << k << " flip=" << flip;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllVariants, GemmVariant,
                          ::testing::Range<std::size_t>(0, G::gemm_kernel_variants().size()),
                          [](const ::testing::TestParamInfo<std::size_t>& info) {
@@ -182,6 +204,58 @@ TEST(GemmVariants, BestSupportedVariantIsUsedAndExercised) {
   if (std::getenv("LUCIDQ_ISA") == nullptr) {
     EXPECT_STREQ(G::gemm_kernel().name, best.name)
         << "the default tier should dispatch to the best supported variant";
+  }
+}
+
+// The whole GEMM (driver and default kernel of every tier) against a direct int64 sum, for small
+// batches with deep rows, row strides at and near multiples of 4 KiB and ordinary ones.
+TEST(GemmVariants, SmallBatchesWithAliasingRowStridesMatchDirectSums) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  std::uniform_int_distribution<int> byte(0, 255);
+  struct Case {
+    std::int64_t m, n, k, stride;
+  };
+  const Case cases[] = {{2, 33, 4096, 4096},   {3, 17, 4093, 4096},  {4, 49, 2048, 2048},
+                        {8, 16, 4095, 8192},   {9, 33, 4096, 4096},  {12, 81, 1023, 4100},
+                        {13, 17, 4097, 12288}, {16, 49, 4096, 4096}, {16, 33, 3000, 3000},
+                        {11, 20, 1024, 1024}};
+  for (const Q::Isa isa : Q::supported_isas()) {
+    Q::set_isa(isa);
+    for (const Case& c : cases) {
+      for (const bool signed_codes : {false, true}) {
+        std::vector<std::int8_t> wv(static_cast<std::size_t>(c.n * c.k));
+        for (auto& v : wv)
+          v = static_cast<std::int8_t>(byte(rng) - 128);
+        const float scale = 0.01f;
+        const auto w = Q::PackedWeightsInt8::pack(wv.data(), c.n, c.k, c.k, {&scale, 1});
+        std::vector<std::uint8_t> a(static_cast<std::size_t>((c.m - 1) * c.stride + c.k));
+        for (auto& v : a)
+          v = static_cast<std::uint8_t>(byte(rng));
+        const std::int32_t z = signed_codes ? -5 : 131;
+        Q::ActivationMatrix am;
+        am.data = a.data();
+        am.type = signed_codes ? Q::ScalarType::int8 : Q::ScalarType::uint8;
+        am.rows = c.m;
+        am.row_stride = c.stride;
+        am.zero_point = z;
+        std::vector<std::int32_t> out(static_cast<std::size_t>(c.m * c.n));
+        Q::gemm(am, w, Q::Int32Output{out.data(), c.n});
+        for (std::int64_t r = 0; r < c.m; ++r) {
+          for (std::int64_t col = 0; col < c.n; ++col) {
+            std::int64_t sum = 0;
+            for (std::int64_t i = 0; i < c.k; ++i) {
+              const std::uint8_t code = a[static_cast<std::size_t>(r * c.stride + i)];
+              const std::int64_t value =
+                  signed_codes ? static_cast<std::int8_t>(code) : std::int64_t{code};
+              sum += (value - z) * wv[static_cast<std::size_t>(col * c.k + i)];
+            }
+            ASSERT_EQ(out[static_cast<std::size_t>(r * c.n + col)], sum)
+                << Q::to_string(isa) << " M=" << c.m << " N=" << c.n << " K=" << c.k
+                << " stride=" << c.stride << " [" << r << ", " << col << "]";
+          }
+        }
+      }
+    }
   }
 }
 

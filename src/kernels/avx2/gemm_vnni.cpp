@@ -11,10 +11,10 @@ namespace {
 
 constexpr int max_rows = 4;
 
-// Four codes of a row (zero-padded past `count`, never read past the row), flipped for int8.
-inline __m256i broadcast_codes(const std::uint8_t* p, std::int64_t count, std::uint32_t flip) {
-  std::uint32_t v = 0;
-  std::memcpy(&v, p, static_cast<std::size_t>(count));
+// Four codes at `p`, flipped for int8, in every 32-bit lane.
+inline __m256i broadcast_codes(const std::uint8_t* p, std::uint32_t flip) {
+  std::uint32_t v;
+  std::memcpy(&v, p, 4);
   return _mm256_set1_epi32(static_cast<int>(v ^ flip));
 }
 
@@ -25,18 +25,33 @@ void micro_tile(const igemm::GemmBlock& b, std::int64_t row, const std::int8_t* 
   __m256i c[R][2];
   for (int r = 0; r < R; ++r)
     c[r][0] = c[r][1] = _mm256_setzero_si256();
-  const std::uint8_t* a = b.a + row * b.a_stride;
-  const std::int64_t groups = (b.k + 3) / 4;
-  for (std::int64_t g = 0; g < groups; ++g) {
-    const auto* wg = reinterpret_cast<const __m256i*>(panel + g * 64);
+  const std::uint8_t* a[R];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+    a[r] = b.a + (row + r) * b.a_stride;
+  const auto step = [&](const std::int8_t* group, std::int64_t offset) {
+    const auto* wg = reinterpret_cast<const __m256i*>(group);
     const __m256i w0 = _mm256_load_si256(wg);
     const __m256i w1 = _mm256_load_si256(wg + 1);
-    const std::int64_t count = std::min<std::int64_t>(4, b.k - 4 * g);
+#pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
-      const __m256i av = broadcast_codes(a + r * b.a_stride + 4 * g, count, flip);
+      const __m256i av = broadcast_codes(a[r] + offset, flip);
       c[r][0] = _mm256_dpbusd_avx_epi32(c[r][0], av, w0);
       c[r][1] = _mm256_dpbusd_avx_epi32(c[r][1], av, w1);
     }
+  };
+  const std::int64_t full = b.k / 4;
+  for (std::int64_t g = 0; g < full; ++g)
+    step(panel + g * 64, 4 * g);
+  if (b.k % 4 != 0) {
+    // The k % 4 tail from zero-padded copies (never read past a row); padding meets zero weights.
+    alignas(16) std::uint8_t tails[4 * max_rows] = {};
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      std::memcpy(tails + 4 * r, a[r] + 4 * full, static_cast<std::size_t>(b.k % 4));
+      a[r] = tails + 4 * r;
+    }
+    step(panel + full * 64, 0);
   }
   for (int h = 0; h < 2; ++h) {
     const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(column_sums + 8 * h));

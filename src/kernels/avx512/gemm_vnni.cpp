@@ -1,4 +1,41 @@
 // AVX-512 VNNI GEMM kernel (vpdpbusd): register tiles of up to 8 rows × 48 channels.
+//
+// Prefetching (measured on a 2-core Zen 4, 1 thread, ms per call, f32 output; weights of the
+// 11008 × 4096 shapes are 43 MiB, > L3, so they stream from DRAM):
+//   Each panel stream is prefetched twice per 64-byte group: prefetcht0 2 KiB ahead (into L1)
+//   and prefetcht1 8 KiB ahead (into L2, where the core keeps more misses in flight than L1's
+//   miss buffers allow). Against the former prefetcht0 4 KiB alone, same runs, medians:
+//   M=4 N=4096 K=11008 1.87 → 1.34, M=4 N=11008 K=4096 2.03 → 1.52, M=1 N=11008 1.69 →
+//   1.49, M=2 N=11008 3.1 → 2.3 (busy machine), M=8 N=11008 2.62 → 2.42, M=16 N=11008
+//   4.26 → 4.08; L3-resident 4096² (M = 1..16) and M = 64 / 256 within ±2 %.
+//   Also measured, not better than t0 2 KiB + t1 8 KiB: t1 alone at 4, 8, 16 or 32 KiB
+//   (t1 4-8 KiB within noise of it for M ≤ 4, a few % behind at M = 8-16), t2 8 KiB,
+//   t0 1 KiB / 4 KiB + t1 8-16 KiB, t0 2 KiB + t2 16 KiB, prefetchnta 4 KiB (slower than t0),
+//   t0 16 KiB (slower: L1 miss buffers fill), no prefetch (M = 4 about as slow as t0 4 KiB;
+//   M = 16 twice as slow in the tall tile below).
+//   M = 9..16: the second (L2) pass over a slice prefetches the next slice into L2 instead:
+//   M=16 N=11008 K=4096 3.98 → 3.82 (two runs, both -4 %); with K = 11008 (slices of 516 KiB,
+//   two do not fit a 1 MiB L2) 3.98 → 4.00 and 4.10 → 4.20, hence only for slices ≤ 256 KiB.
+//   Small M: the last pass over a slice of 3 panels ends (its last 8 KiB of groups) by
+//   prefetching into L2 the first 8 KiB of the next slice's panels, which otherwise start cold:
+//   K = 4096 panels are 64 KiB, so 1/8 of the weights arrived at DRAM latency. Two runs,
+//   M=4 N=11008 K=4096 1.96 → 1.69 and 1.82 → 1.68, M=4 N=4096 K=11008 1.84 → 1.76 / 1.72,
+//   M=1 N=11008 1.83 → 1.72 / 1.67 → 1.60, M=8 N=11008 2.39 → 2.26 / 2.33 → 2.16, L3-resident
+//   4096² 2-5 % faster; for M = 9..16 (second pass, K = 11008) 1-2 %.
+//   The first two against the former kernel in one process, 2 threads: M=4 N=11008 K=4096
+//   1.24 → 1.01, M=16 2.34 → 2.04, M=1 1.00 → 0.90; 4096², M = 16 / 256 unchanged.
+//   Not in this file: a plain 45 MB stream ran 1.69 → 1.22 ms with MADV_HUGEPAGE storage
+//   (4 KiB pages stop the hardware prefetchers at every page), so huge-page packed weights
+//   would likely help the DRAM-bound shapes further.
+// Rejected tile shapes for M = 9..16 (the 8-row tile runs twice over each 3-panel slice, the
+// second pass from L2): a 9..16-row × 1-panel (or × 2 for ≤ 12 rows) tile reading each panel
+// once, rows addressed from two bases with scaled indices (no spills). With rows 4 KiB apart
+// all 16 rows share one L1 set (2× slower; copying A to an odd-line stride fixed that), and
+// even then 16 × K activation bytes stream from L2 for every panel: M=16 N=11008 K=4096 4.55
+// vs 4.15 ms for the 8-row tile, M=12 equal. Blocking K (1 KiB of every row kept in L1,
+// accumulators through acc) made it slower still (4.5-5.2 ms): panel chunks of 16 KiB break
+// the sequential DRAM stream (a synthetic stream at 16 MACs per byte-group: 3.3 ms whole
+// panels vs 4.0-4.2 ms in 16 KiB chunks).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -11,11 +48,20 @@ namespace {
 
 constexpr int max_rows = 8;    // rows per micro-tile
 constexpr int max_panels = 3;  // 16-channel panels per micro-tile
-// Bytes ahead of each panel stream that the loop prefetches into L1 (a prefetch past the
-// last panel does not fault). With L3-resident weights M = 8..16 ran 10-15 % faster with
-// it, M = 4 about 8 %, M = 1 and DRAM-bound shapes alike within noise; 1 KiB or hint T1 were no
-// better, nor were 6 panels at a time for M <= 4.
-constexpr std::int64_t prefetch_distance = 4096;
+// Bytes ahead of each panel stream that the loop prefetches into L1 and into L2 (a prefetch
+// past the last panel does not fault; measurements at the top of the file). With L3-resident
+// weights M = 8..16 ran 10-15 % faster with the L1 prefetch, M = 4 about 8 %; the L2 prefetch
+// is what keeps DRAM-bound shapes streaming at small M. 6 panels at a time for M <= 4 were no
+// better (with a 4 KiB L1 prefetch).
+constexpr std::int64_t prefetch_l1_distance = 2048;
+constexpr std::int64_t prefetch_l2_distance = 8192;
+
+// Prefetches the group prefetch_l1_distance bytes past `w` into L1 (prefetcht0) and the one
+// `far` bytes past it (prefetch_l2_distance, or the next slice of panels) into L2 (prefetcht1).
+inline void prefetch(const std::int8_t* w, std::int64_t far) {
+  __builtin_prefetch(w + prefetch_l1_distance, 0, 3);
+  __builtin_prefetch(w + far, 0, 2);
+}
 
 // Four codes of a row starting at `p`, as one 32-bit lane value.
 inline std::int32_t load4(const std::uint8_t* p) {
@@ -28,11 +74,13 @@ inline std::int32_t load4(const std::uint8_t* p) {
 // (row, panel): GCC keeps these 24 zmm values in registers, where an array of them
 // would be spilled to the stack on every k-group. (Measured alternatives that were no
 // faster: blocking K into L1-sized pieces; for M ≤ 4, one panel at a time with
-// several accumulator sets per row.)
+// several accumulator sets per row.) Each panel stream prefetches `far` bytes ahead into L2,
+// and `far_last` bytes ahead over its last `far` bytes of groups.
 #define LUCIDQ_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
 template <int R, int P, bool Flip>
 void wide_tile(const igemm::GemmBlock& b, std::int64_t row, const std::int8_t* panels,
-               std::int64_t panel_stride, const std::int32_t* column_sums, std::int32_t* acc) {
+               std::int64_t panel_stride, std::int64_t far, std::int64_t far_last,
+               const std::int32_t* column_sums, std::int32_t* acc) {
   const __m512i flip = _mm512_set1_epi32(static_cast<std::int32_t>(0x80808080u));
   const std::int8_t* w0 = panels;
   const std::int8_t* w1 = panels + (P > 1 ? panel_stride : 0);
@@ -51,27 +99,33 @@ void wide_tile(const igemm::GemmBlock& b, std::int64_t row, const std::int8_t* p
     if constexpr (P > 2) c##r##2 = _mm512_dpbusd_epi32(c##r##2, av, v2); \
     a##r += 4;                                                           \
   }
-  // One copy of the loop body (a second would make GCC spill the accumulators):
-  // the k % 4 tail runs as one more pass with the rows pointed at zero-padded copies.
+  // One copy of the loop body (a second would make GCC spill the accumulators): the last
+  // groups (new L2 prefetch distance) and the k % 4 tail (rows pointed at zero-padded
+  // copies) run as further passes through it.
   alignas(64) std::uint8_t tails[4 * max_rows] = {};
-  std::int64_t count = b.k / 4;
+  const std::int64_t full = b.k / 4;
+  const std::int64_t last_groups = far_last == far ? 0 : std::min(full, far / 64);
+  std::int64_t count = full - last_groups;
   for (int pass = 0;; ++pass) {
+    if (pass == 1) {
+      far = far_last;
+      count = last_groups;
+    }
 #pragma GCC unroll 2
     for (; count > 0; --count) {
       const __m512i v0 = _mm512_load_si512(w0);
       const __m512i v1 = _mm512_load_si512(w1);
       const __m512i v2 = _mm512_load_si512(w2);
-      _mm_prefetch(reinterpret_cast<const char*>(w0 + prefetch_distance), _MM_HINT_T0);
-      if constexpr (P > 1)
-        _mm_prefetch(reinterpret_cast<const char*>(w1 + prefetch_distance), _MM_HINT_T0);
-      if constexpr (P > 2)
-        _mm_prefetch(reinterpret_cast<const char*>(w2 + prefetch_distance), _MM_HINT_T0);
+      prefetch(w0, far);
+      if constexpr (P > 1) prefetch(w1, far);
+      if constexpr (P > 2) prefetch(w2, far);
       w0 += 64;
       w1 += 64;
       w2 += 64;
       LUCIDQ_ROWS(LUCIDQ_STEP)
     }
-    if (pass > 0 || b.k % 4 == 0) break;
+    if (pass == 0) continue;
+    if (pass > 1 || b.k % 4 == 0) break;
       // Padding bytes meet zero weights, so their (flipped) value does not matter.
 #define LUCIDQ_TAIL(r)                                                   \
   if constexpr (r < R) {                                                 \
@@ -101,17 +155,31 @@ void wide_tile(const igemm::GemmBlock& b, std::int64_t row, const std::int8_t* p
 }
 #undef LUCIDQ_ROWS
 
+// For M = 9..16 the second row pass over a slice of panels reads them from L2 while DRAM
+// idles: its L2 prefetch fetches the same place in the next slice instead (the next slice's
+// first pass then reads L2), when two slices fit in L2 alongside each other.
+constexpr std::int64_t max_next_slice_bytes = 256 * 1024;
+
 template <int P, bool Flip>
 void rows_of(const igemm::GemmBlock& b, const std::int8_t* panels, std::int64_t panel_stride,
              const std::int32_t* sums, std::int32_t* acc) {
   using Fn = void (*)(const igemm::GemmBlock&, std::int64_t, const std::int8_t*, std::int64_t,
-                      const std::int32_t*, std::int32_t*);
+                      std::int64_t, std::int64_t, const std::int32_t*, std::int32_t*);
   static constexpr Fn by_rows[max_rows] = {
       wide_tile<1, P, Flip>, wide_tile<2, P, Flip>, wide_tile<3, P, Flip>, wide_tile<4, P, Flip>,
       wide_tile<5, P, Flip>, wide_tile<6, P, Flip>, wide_tile<7, P, Flip>, wide_tile<8, P, Flip>};
   for (std::int64_t row = 0; row < b.rows; row += max_rows) {
     const std::int64_t rows = std::min<std::int64_t>(max_rows, b.rows - row);
-    by_rows[rows - 1](b, row, panels, panel_stride, sums, acc + row * b.acc_stride);
+    const std::int64_t next_slice = P * panel_stride;
+    const bool second_pass = row == max_rows && b.rows <= 2 * max_rows;
+    const std::int64_t far =
+        second_pass && next_slice <= max_next_slice_bytes ? next_slice : prefetch_l2_distance;
+    // For M <= 16 the last pass over a slice ends by prefetching into L2 the start of the next
+    // slice (P panels on), which the next pass would otherwise begin with cold.
+    const bool last_pass = row + max_rows >= b.rows && b.rows <= 2 * max_rows;
+    const std::int64_t far_last =
+        last_pass && far == prefetch_l2_distance ? far + (P - 1) * panel_stride : far;
+    by_rows[rows - 1](b, row, panels, panel_stride, far, far_last, sums, acc + row * b.acc_stride);
   }
 }
 
