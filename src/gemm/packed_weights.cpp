@@ -54,7 +54,8 @@ std::shared_ptr<const Layout> build(const std::int8_t* w, std::int64_t n, std::i
   layout->scales = std::move(scales);
   const std::int64_t groups = layout->groups_per_panel();
   layout->column_sums.assign(static_cast<std::size_t>(layout->panels * igemm::panel_width), 0);
-  layout->groups.assign(static_cast<std::size_t>(layout->panels * groups), Layout::Group{});
+  layout->storage =
+      ByteBuffer::zeroed(static_cast<std::size_t>(layout->panels * groups) * sizeof(Layout::Group));
   for (std::int64_t row = 0; row < n; ++row) {
     const std::int64_t p = row / igemm::panel_width;
     const std::int64_t c = row % igemm::panel_width;
@@ -62,7 +63,7 @@ std::shared_ptr<const Layout> build(const std::int8_t* w, std::int64_t n, std::i
     for (std::int64_t col = 0; col < k; ++col) {
       const std::int8_t code = w[row * row_stride + col];
       sum += code;
-      auto& group = layout->groups[static_cast<std::size_t>(p * groups + col / 4)];
+      auto& group = layout->groups()[p * groups + col / 4];
       group.bytes[c * 4 + col % 4] = code;
     }
     layout->column_sums[static_cast<std::size_t>(row)] = sum;
@@ -197,7 +198,7 @@ std::span<const std::int32_t> PackedWeightsInt8::column_sums() const {
 }
 
 std::size_t PackedWeightsInt8::packed_bytes() const {
-  return layout().groups.size() * sizeof(Layout::Group);
+  return layout().storage.size();
 }
 
 std::vector<std::int8_t> PackedWeightsInt8::unpack() const {

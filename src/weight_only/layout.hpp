@@ -27,6 +27,7 @@
 
 #include "lucid/quantization/qdtype.hpp"
 #include "lucid/quantization/qscheme.hpp"
+#include "lucid/quantization/tensor.hpp"
 #include "lucid/quantization/weight_only.hpp"
 
 namespace lucid::quantization::weight_only {
@@ -151,7 +152,7 @@ struct PackedWeightsLowBit::Layout {
   QDtype qdtype = qint4;                             ///< the grid of the codes (to_quantized)
   QScheme qscheme = QScheme::PER_CHANNEL_SYMMETRIC;  ///< reported by to_quantized
   std::int32_t code_offset = 0;                      ///< q = lane + code_offset for affine formats
-  std::shared_ptr<std::uint8_t[]> storage;           ///< 64-byte aligned bytes behind view.data
+  ByteBuffer storage;                                ///< 64-byte aligned bytes behind view.data
   std::vector<float> int8_weight_sums;               ///< behind view.int8_weight_sums
   weight_only::PackedView view;
 };

@@ -59,10 +59,10 @@ std::shared_ptr<const PackedWeightsLowBit::Layout> build(const Plain& p) {
   v.panel_bytes = (v.groups - 1) * v.record_bytes + v.code_bytes(v.padded_length(v.groups - 1)) +
                   v.meta_bytes();
   const auto total = static_cast<std::size_t>(v.panels * v.panel_bytes);
-  auto* raw = static_cast<std::uint8_t*>(::operator new[](total, std::align_val_t{64}));
-  layout->storage = std::shared_ptr<std::uint8_t[]>(
-      raw, [](std::uint8_t* ptr) { ::operator delete[](ptr, std::align_val_t{64}); });
-  std::fill(raw, raw + total, std::uint8_t{0});
+  // Zeroed ByteBuffer: 64-byte aligned; from 4 MiB on, transparent huge pages, on which the
+  // kernels' weight streams run faster (no prefetcher stop at every 4 KiB page).
+  layout->storage = ByteBuffer::zeroed(total);
+  std::uint8_t* raw = layout->storage.data();
   v.data = raw;
 
   for (std::int64_t panel = 0; panel < v.panels; ++panel) {

@@ -46,6 +46,18 @@ inline void decode_int4_unsigned(__m512i block, __m512i& low, __m512i& high) {
   }
 }
 
+// Prefetches `distance` bytes past position `pos` of a panel stream, into L1 (T0) or L2 (T1);
+// past the panel's end, the same place in the panel this stream reads next (`next` bytes on),
+// so a new block of panels does not start cold.
+template <int Hint>
+inline void prefetch_ahead(const std::uint8_t* panel, std::int64_t pos, std::int64_t distance,
+                           std::int64_t panel_bytes, std::int64_t next) {
+  const std::int64_t target = pos + distance;
+  const std::uint8_t* at =
+      target < panel_bytes ? panel + target : panel + next + (target - panel_bytes);
+  _mm_prefetch(reinterpret_cast<const char*>(at), static_cast<_mm_hint>(Hint));
+}
+
 inline __m512i broadcast4(const std::uint8_t* p) {
   std::int32_t v;
   std::memcpy(&v, p, 4);
@@ -64,6 +76,7 @@ void rows_block(const Int8Args& a, std::int64_t panel0, int panels, std::int64_t
   const std::uint8_t* xq[R];
   for (int r = 0; r < R; ++r)
     xq[r] = a.xq + (row0 + r) * a.xq_stride;
+  const std::int64_t next = P * v.panel_bytes;  // to the next block's panel of each stream
   __m512 acc[R][P];
   for (int r = 0; r < R; ++r)
     for (int p = 0; p < P; ++p)
@@ -81,9 +94,10 @@ void rows_block(const Int8Args& a, std::int64_t panel0, int panels, std::int64_t
       for (std::int64_t b = 0; b < len / 8; ++b) {
 #pragma GCC unroll 4
         for (int p = 0; p < P; ++p) {
-          const std::uint8_t* w = base[p] + offset + 64 * b;
-          _mm_prefetch(reinterpret_cast<const char*>(w + prefetch_bytes), _MM_HINT_T0);
-          _mm_prefetch(reinterpret_cast<const char*>(w + prefetch_far_bytes), _MM_HINT_T1);
+          const std::int64_t pos = offset + 64 * b;
+          const std::uint8_t* w = base[p] + pos;
+          prefetch_ahead<_MM_HINT_T0>(base[p], pos, prefetch_bytes, v.panel_bytes, next);
+          prefetch_ahead<_MM_HINT_T1>(base[p], pos, prefetch_far_bytes, v.panel_bytes, next);
           __m512i low, high;
           decode_int4_unsigned<Symmetric>(_mm512_load_si512(w), low, high);
 #pragma GCC unroll 4
@@ -106,9 +120,10 @@ void rows_block(const Int8Args& a, std::int64_t panel0, int panels, std::int64_t
       for (std::int64_t b = 0; b < len / 4; ++b) {
 #pragma GCC unroll 4
         for (int p = 0; p < P; ++p) {
-          const std::uint8_t* w = base[p] + offset + 64 * b;
-          _mm_prefetch(reinterpret_cast<const char*>(w + prefetch_bytes), _MM_HINT_T0);
-          _mm_prefetch(reinterpret_cast<const char*>(w + prefetch_far_bytes), _MM_HINT_T1);
+          const std::int64_t pos = offset + 64 * b;
+          const std::uint8_t* w = base[p] + pos;
+          prefetch_ahead<_MM_HINT_T0>(base[p], pos, prefetch_bytes, v.panel_bytes, next);
+          prefetch_ahead<_MM_HINT_T1>(base[p], pos, prefetch_far_bytes, v.panel_bytes, next);
           const __m512i codes = int8_stage::decode_int8<Symmetric>(_mm512_load_si512(w));
 #pragma GCC unroll 4
           for (int r = 0; r < R; ++r)
