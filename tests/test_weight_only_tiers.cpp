@@ -274,6 +274,24 @@ TEST_F(WeightOnlyTiers, Int8PathFewRowsMatchesItsSpecification) {
   EXPECT_GT(checked, 0);
 }
 
+// Weights of 4 MiB and more live on huge pages, where the few-row kernel skips its software
+// prefetch (another instantiation): the same bits as the specification.
+TEST_F(WeightOnlyTiers, Int8PathOnHugePageWeights) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  const std::int64_t n = 4100, k = 2056;  // int4 codes alone: 4.2 MB
+  const std::vector<float> w = gaussian(static_cast<std::size_t>(n * k), rng);
+  const auto packed = Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, fmt(4, 128, true, {}));
+  ASSERT_GE(packed.packed_bytes(), std::size_t{4} << 20);
+  for (const std::int64_t m : {std::int64_t{1}, std::int64_t{6}}) {
+    const std::vector<float> x = gaussian(static_cast<std::size_t>(m * k), rng);
+    const std::vector<float> expected = Q::testing::int8_path_spec(x, m, packed, nullptr);
+    SCOPED_TRACE("m=" + std::to_string(m));
+    EXPECT_EQ(run_on(Q::supported_isas().back(), x, m, packed, nullptr,
+                     Q::WeightOnlyActivations::int8_dynamic),
+              expected);
+  }
+}
+
 // Signed affine grids (from_quantized: lanes stored as q − grid_min) take the same path.
 TEST_F(WeightOnlyTiers, Int8PathSignedAffineGrids) {
   std::mt19937_64 rng(Q::testing::test_seed());

@@ -73,6 +73,7 @@ struct PackedView {
   int bits = 4;
   bool symmetric = true;
   bool bf16_scales = false;
+  bool huge_pages = false;  ///< data is a transparent-huge-page mapping (ByteBuffer ≥ 4 MiB)
   /// Per channel (panels · 16 floats, padding channels 0), for the int8-activation path:
   /// C[n] = Σ_j s[n, j] · W[n, j], W[n, j] = Σ_{k in j} int8_lane, accumulated as
   /// C = fma(s, float(W), C) in group order.

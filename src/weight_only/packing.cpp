@@ -5,6 +5,7 @@
 #include <new>
 #include <string>
 
+#include "core/large_buffer.hpp"
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/pack.hpp"
 #include "lucid/quantization/quantize.hpp"
@@ -64,6 +65,7 @@ std::shared_ptr<const PackedWeightsLowBit::Layout> build(const Plain& p) {
   layout->storage = ByteBuffer::zeroed(total);
   std::uint8_t* raw = layout->storage.data();
   v.data = raw;
+  v.huge_pages = detail::is_large(total);
 
   for (std::int64_t panel = 0; panel < v.panels; ++panel) {
     for (std::int64_t j = 0; j < v.groups; ++j) {
