@@ -10,9 +10,9 @@
 // Σ xq · q; the unsigned grid's nibbles are used as they are. int8: vpermd + vpshufb transpose
 // (int8_stage::decode_int8). Blocks of up to 4 rows × 4 panels (64 channels): four independent
 // weight streams; on 4 KiB pages each is prefetched 2 KiB ahead into L1 and 6 KiB ahead into
-// L2 (on huge pages the hardware prefetchers do better alone, see run()). The group flush
-// and the end of the product are int8_stage's, the same float operations in the same order as
-// int8_panels_reference, so results are bit-identical to it and to the tile kernel.
+// L2 (for one block of rows on huge pages the hardware prefetchers do better alone, see run()). The
+// group flush and the end of the product are int8_stage's, the same float operations in the same
+// order as int8_panels_reference, so results are bit-identical to it and to the tile kernel.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -176,13 +176,15 @@ void run_blocks(const Int8Args& a, std::int64_t panel_begin, std::int64_t panel_
   }
 }
 
-// Software prefetch only for weights on 4 KiB pages: on huge pages the hardware prefetchers
-// keep the streams full, and the prefetch instructions cost 20 % of the L3-resident GEMV (4096²
-// int4: 0.130 vs 0.165 ms; cold 4096² and 11008 × 4096 within noise either way), while on 4 KiB
-// pages they are worth 30 % cold (1024² int4 rotated: 0.023 vs 0.032 ms).
+// Software prefetch unless the weights are on huge pages and there is one block of rows: then
+// the hardware prefetchers keep the streams full alone and the prefetch instructions cost 20 %
+// of the L3-resident GEMV (4096² int4, M = 1: 0.130 vs 0.165 ms; cold 4096² and 11008 × 4096
+// equal within noise). With more rows the later row blocks re-read the panels and the prefetch
+// pays (M = 64, 4096²: 6.4 vs 6.8 ms), and on 4 KiB pages it is worth 30 % cold (1024² int4
+// rotated: 0.023 vs 0.032 ms).
 template <int Bits, bool Symmetric>
 void run(const Int8Args& a, std::int64_t panel_begin, std::int64_t panel_end) {
-  if (a.w.huge_pages) {
+  if (a.w.huge_pages && a.m <= max_rows) {
     run_blocks<Bits, Symmetric, false>(a, panel_begin, panel_end);
   } else {
     run_blocks<Bits, Symmetric, true>(a, panel_begin, panel_end);
