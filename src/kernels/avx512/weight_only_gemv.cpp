@@ -59,6 +59,17 @@ inline void prefetch_ahead(const std::uint8_t* panel, std::int64_t pos, std::int
   _mm_prefetch(reinterpret_cast<const char*>(at), static_cast<_mm_hint>(Hint));
 }
 
+// The code block at `pos` of a panel stream, after the stream's prefetches (when Prefetch).
+template <bool Prefetch>
+inline const std::uint8_t* block_at(const std::uint8_t* panel, std::int64_t pos,
+                                    std::int64_t panel_bytes, std::int64_t next) {
+  if constexpr (Prefetch) {
+    prefetch_ahead<_MM_HINT_T0>(panel, pos, prefetch_bytes, panel_bytes, next);
+    prefetch_ahead<_MM_HINT_T1>(panel, pos, prefetch_far_bytes, panel_bytes, next);
+  }
+  return panel + pos;
+}
+
 inline __m512i broadcast4(const std::uint8_t* p) {
   std::int32_t v;
   std::memcpy(&v, p, 4);
@@ -95,12 +106,7 @@ void rows_block(const Int8Args& a, std::int64_t panel0, int panels, std::int64_t
       for (std::int64_t b = 0; b < len / 8; ++b) {
 #pragma GCC unroll 4
         for (int p = 0; p < P; ++p) {
-          const std::int64_t pos = offset + 64 * b;
-          const std::uint8_t* w = base[p] + pos;
-          if constexpr (Prefetch) {
-            prefetch_ahead<_MM_HINT_T0>(base[p], pos, prefetch_bytes, v.panel_bytes, next);
-            prefetch_ahead<_MM_HINT_T1>(base[p], pos, prefetch_far_bytes, v.panel_bytes, next);
-          }
+          const std::uint8_t* w = block_at<Prefetch>(base[p], offset + 64 * b, v.panel_bytes, next);
           __m512i low, high;
           decode_int4_unsigned<Symmetric>(_mm512_load_si512(w), low, high);
 #pragma GCC unroll 4
@@ -123,12 +129,7 @@ void rows_block(const Int8Args& a, std::int64_t panel0, int panels, std::int64_t
       for (std::int64_t b = 0; b < len / 4; ++b) {
 #pragma GCC unroll 4
         for (int p = 0; p < P; ++p) {
-          const std::int64_t pos = offset + 64 * b;
-          const std::uint8_t* w = base[p] + pos;
-          if constexpr (Prefetch) {
-            prefetch_ahead<_MM_HINT_T0>(base[p], pos, prefetch_bytes, v.panel_bytes, next);
-            prefetch_ahead<_MM_HINT_T1>(base[p], pos, prefetch_far_bytes, v.panel_bytes, next);
-          }
+          const std::uint8_t* w = block_at<Prefetch>(base[p], offset + 64 * b, v.panel_bytes, next);
           const __m512i codes = int8_stage::decode_int8<Symmetric>(_mm512_load_si512(w));
 #pragma GCC unroll 4
           for (int r = 0; r < R; ++r)
