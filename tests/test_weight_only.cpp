@@ -269,14 +269,10 @@ TEST(WeightOnlyGemm, ThreadCountDoesNotChangeResults) {
   }
 }
 
-// Accuracy against the float product: measured SQNR within 1 dB of the uniform-noise prediction
-// 10·log10(Σ y² / Σ_{m,n} Σ_k x[m,k]² · s[n,g(k)]² / 12) from the actual scales.
-TEST(WeightOnlyAccuracy, SqnrMatchesTheQuantizationStep) {
-  std::mt19937_64 rng(Q::testing::test_seed());
-  const std::int64_t n = 256, k = 1024, m = 16;
-  const std::vector<float> w = gaussian(static_cast<std::size_t>(n * k), rng);
-  const std::vector<float> x = gaussian(static_cast<std::size_t>(m * k), rng);
-  std::vector<double> y_true(static_cast<std::size_t>(m * n));
+// The float64 product x[m, k] · w[n, k]ᵀ of the unquantized operands.
+std::vector<double> float_product(const std::vector<float>& x, const std::vector<float>& w,
+                                  std::int64_t m, std::int64_t n, std::int64_t k) {
+  std::vector<double> y(static_cast<std::size_t>(m * n));
   for (std::int64_t r = 0; r < m; ++r) {
     for (std::int64_t c = 0; c < n; ++c) {
       double acc = 0.0;
@@ -284,9 +280,20 @@ TEST(WeightOnlyAccuracy, SqnrMatchesTheQuantizationStep) {
         acc += double(x[static_cast<std::size_t>(r * k + t)]) *
                double(w[static_cast<std::size_t>(c * k + t)]);
       }
-      y_true[static_cast<std::size_t>(r * n + c)] = acc;
+      y[static_cast<std::size_t>(r * n + c)] = acc;
     }
   }
+  return y;
+}
+
+// Accuracy against the float product: measured SQNR within 1 dB of the uniform-noise prediction
+// 10·log10(Σ y² / Σ_{m,n} Σ_k x[m,k]² · s[n,g(k)]² / 12) from the actual scales.
+TEST(WeightOnlyAccuracy, SqnrMatchesTheQuantizationStep) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  const std::int64_t n = 256, k = 1024, m = 16;
+  const std::vector<float> w = gaussian(static_cast<std::size_t>(n * k), rng);
+  const std::vector<float> x = gaussian(static_cast<std::size_t>(m * k), rng);
+  const std::vector<double> y_true = float_product(x, w, m, n, k);
   struct Case {
     int bits;
     std::int64_t group;
@@ -461,21 +468,13 @@ TEST(WeightOnlyAccuracy, Int8PathSqnrMatchesTheCombinedPrediction) {
   const std::int64_t n = 256, k = 1024, m = 64;
   const std::vector<float> w = gaussian(static_cast<std::size_t>(n * k), rng);
   const std::vector<float> x = gaussian(static_cast<std::size_t>(m * k), rng);
-  std::vector<double> y_true(static_cast<std::size_t>(m * n));
+  const std::vector<double> y_true = float_product(x, w, m, n, k);
   std::vector<double> sx2(static_cast<std::size_t>(m));  // s_x² per row
   for (std::int64_t r = 0; r < m; ++r) {
     const auto row = x.begin() + r * k;
     const auto [lo, hi] = std::minmax_element(row, row + k);
     const Q::QParams qp = Q::calculate_qparams(*lo, *hi, Q::QScheme::PER_TENSOR_AFFINE, Q::quint8);
     sx2[static_cast<std::size_t>(r)] = double(qp.scale[0]) * double(qp.scale[0]);
-    for (std::int64_t c = 0; c < n; ++c) {
-      double acc = 0.0;
-      for (std::int64_t t = 0; t < k; ++t) {
-        acc += double(x[static_cast<std::size_t>(r * k + t)]) *
-               double(w[static_cast<std::size_t>(c * k + t)]);
-      }
-      y_true[static_cast<std::size_t>(r * n + c)] = acc;
-    }
   }
   struct Case {
     int bits;
