@@ -2,6 +2,7 @@
 // threads.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,32 @@ namespace {
 // Groups longer than this could overflow the int32 group sums of the int8 path.
 constexpr std::int64_t int8_max_group = 65536;
 
+// Σ codes[0, len): ≤ 255 · 65536, exact in int32 (a form compilers vectorise).
+std::int32_t code_sum(const std::uint8_t* codes, std::int64_t len) {
+  std::int32_t sum = 0;
+  for (std::int64_t t = 0; t < len; ++t)
+    sum += codes[t];
+  return sum;
+}
+
+// Puts each block of 8 codes into the int4 kernels' order in place (weight_only::
+// int8_staged_index): the even positions' codes first, then the odd ones'. `length` is a
+// multiple of 8.
+void interleave_int4_blocks(std::uint8_t* codes, std::int64_t length) {
+  for (std::int64_t k0 = 0; k0 < length; k0 += 8) {
+    std::uint64_t block;
+    std::memcpy(&block, codes + k0, 8);
+    // Bytes 0, 2, 4, 6 (little-endian) to bytes 0-3; bytes 1, 3, 5, 7 likewise, then above.
+    const auto gather_even = [](std::uint64_t b) {
+      b &= 0x00ff00ff00ff00ffULL;
+      b = (b | (b >> 8)) & 0x0000ffff0000ffffULL;
+      return (b | (b >> 16)) & 0x00000000ffffffffULL;
+    };
+    block = gather_even(block) | (gather_even(block >> 8) << 32);
+    std::memcpy(codes + k0, &block, 8);
+  }
+}
+
 // Rows of x quantized per row to uint8 and staged for the int8 kernels (kernels.hpp, Int8Args).
 struct StagedRows {
   std::vector<float> scales, zeros, group_sums;
@@ -145,20 +172,13 @@ bool stage_rows(const float* xs, std::int64_t stride, std::int64_t m,
       for (std::int64_t j = 0; j < v.groups; ++j) {
         const std::int64_t k0 = j * v.group_length;
         const std::int64_t len = std::min(v.group_length, v.k - k0);
-        std::int64_t sum = 0;  // ≤ 255 · 65536: exact in int32
-        for (std::int64_t t = 0; t < len; ++t)
-          sum += dst[k0 + t];
         const auto at = static_cast<std::size_t>(r * v.groups + j);
-        out.code_sums[at] = static_cast<std::int32_t>(sum);
-        if (!v.symmetric) out.group_sums[at] = static_cast<float>(sum - len * out.zero_points[ri]);
+        out.code_sums[at] = code_sum(dst + k0, len);
+        if (!v.symmetric) {
+          out.group_sums[at] = static_cast<float>(out.code_sums[at] - len * out.zero_points[ri]);
+        }
       }
-      if (v.bits != 4) continue;
-      for (std::int64_t k0 = 0; k0 < v.k_padded; k0 += 8) {
-        std::uint8_t block[8];
-        std::copy(dst + k0, dst + k0 + 8, block);
-        for (std::int64_t t = 0; t < 8; ++t)
-          dst[k0 + weight_only::int8_staged_index(v, t)] = block[t];
-      }
+      if (v.bits == 4) interleave_int4_blocks(dst, v.k_padded);
     }
   });
   return true;
