@@ -175,14 +175,16 @@ def report(data, torch_times, engine):
         lines.append("M = 1 (decoding): weight GB/s = bytes of one weight copy as each library "
                      "stores it / median time. hot: one weight reused (L3-resident when it fits in "
                      "L3); cold: a rotation through separately packed copies totalling > 2.5 × L3. "
-                     "read = memchr read bandwidth at that thread count. sgemm / sgemv: OpenBLAS "
-                     "float32 (4 bytes per weight).")
+                     "read = memchr read bandwidth, memcpy = memcpy bandwidth (bytes read + "
+                     "written) at that thread count; \"of read\" / \"of memcpy\" = cold weight GB/s "
+                     "over them. sgemm / sgemv: OpenBLAS float32 (4 bytes per weight).")
         lines.append("")
-        head = ("| N | K | thr | read GB/s | lucidq hot | lucidq cold | cold of read | oneDNN hot | "
+        head = ("| N | K | thr | read GB/s | memcpy GB/s | lucidq hot | lucidq cold | cold of read | oneDNN hot | "
                 "oneDNN cold | sgemm hot | sgemm cold | sgemv hot | sgemv cold |")
         if wo:
             head += (" wo int4 hot | wo int4 cold | wo int8 hot | wo int8 cold | int4 cold of read | "
-                     "int8 cold of read | int4 ×int8 GEMV hot | int4 ×int8 GEMV cold |")
+                     "int8 cold of read | int4 cold of memcpy | int8 cold of memcpy | "
+                     "int4 ×int8 GEMV hot | int4 ×int8 GEMV cold |")
         lines.append(head)
         lines.append("|" + "---|" * (head.count("|") - 1))
 
@@ -192,8 +194,10 @@ def report(data, torch_times, engine):
 
         for r in m1:
             read = bw.get(r["threads"], {}).get("read_gbs", 0)
+            copy = bw.get(r["threads"], {}).get("memcpy_gbs", 0)
             cold = gbs(r, "lucidq_f32_cold")
-            line = (f"| {r['n']} | {r['k']} | {r['threads']} | {read:.1f} | {gbs(r, 'lucidq_f32'):.3g} | "
+            line = (f"| {r['n']} | {r['k']} | {r['threads']} | {read:.1f} | {copy:.1f} | "
+                    f"{gbs(r, 'lucidq_f32'):.3g} | "
                     f"{cold:.3g} | {cold / read if read else float('nan'):.2f} | {gbs(r, 'onednn_f32'):.3g} | "
                     f"{gbs(r, 'onednn_f32_cold'):.3g} | {gbs(r, 'openblas_f32'):.3g} | "
                     f"{gbs(r, 'openblas_f32_cold'):.3g} | {gbs(r, 'openblas_gemv'):.3g} | "
@@ -204,6 +208,8 @@ def report(data, torch_times, engine):
                          f"{gbs(r, 'lucidq_wo_int8_pc'):.3g} | {gbs(r, 'lucidq_wo_int8_pc_cold'):.3g} | "
                          f"{gbs(r, 'lucidq_wo_int4_g128_cold') / read if read else float('nan'):.2f} | "
                          f"{gbs(r, 'lucidq_wo_int8_pc_cold') / read if read else float('nan'):.2f} | "
+                         f"{gbs(r, 'lucidq_wo_int4_g128_cold') / copy if copy else float('nan'):.2f} | "
+                         f"{gbs(r, 'lucidq_wo_int8_pc_cold') / copy if copy else float('nan'):.2f} | "
                          f"{ratio(t.get('lucidq_f32'), t.get('lucidq_wo_int4_g128'))} | "
                          f"{ratio(t.get('lucidq_f32_cold'), t.get('lucidq_wo_int4_g128_cold'))} |")
             lines.append(line)
