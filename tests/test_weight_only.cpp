@@ -388,10 +388,10 @@ TEST(WeightOnlyGemm, Int8PathThreadCountDoesNotChangeResults) {
   }
 }
 
-// On the int8-activation path (automatic's choice on AVX512-VNNI CPUs) each output row depends
-// only on its own row of x: a batch gives the bits of its rows run one by one, whichever kernel
-// (few-row or tile) the batch size picks, on every tier. (The float32 path is not: its kernels
-// split K into more partial sums when there are fewer rows.)
+// On the int8-activation path (automatic's choice on the AVX2 and AVX-512 tiers) each output row
+// depends only on its own row of x: a batch gives the bits of its rows run one by one, whichever
+// kernel (few-row or tile) the batch size picks, on every tier. (The float32 path is not: its
+// kernels split K into more partial sums when there are fewer rows.)
 TEST(WeightOnlyGemm, RowsAreBatchInvariant) {
   std::mt19937_64 rng(Q::testing::test_seed());
   const std::int64_t n = 70, k = 200, m = 40;
@@ -418,42 +418,45 @@ TEST(WeightOnlyGemm, RowsAreBatchInvariant) {
 }
 
 // `automatic` takes int8_dynamic for every M when the tier has a fast int8 kernel for the codes
-// (AVX-512 with VNNI; AVX2 for int4) and groups fit; float32 otherwise, and for non-finite x.
+// (AVX-512 with VNNI; AVX2, and AVX-512 without VNNI, through the AVX2 kernel; int4 and int8
+// codes alike) and groups fit; float32 otherwise, and for non-finite x.
 TEST(WeightOnlyGemm, AutomaticPicksTheDocumentedPath) {
   std::mt19937_64 rng(Q::testing::test_seed());
   const std::int64_t n = 40, k = 300;
   const std::vector<float> w = gaussian(static_cast<std::size_t>(n * k), rng);
-  const auto packed = Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, fmt(4, 64, true));
   const Q::Isa before = Q::active_isa();
-  for (const Q::Isa isa : Q::supported_isas()) {
-    Q::set_isa(isa);
-    // int4 codes: VNNI or AVX2 kernels; the reference tier has none.
-    const bool fast = isa != Q::Isa::reference;
-    for (const std::int64_t m : {std::int64_t{1}, std::int64_t{4}, std::int64_t{33}}) {
-      SCOPED_TRACE(Q::to_string(isa) + " m=" + std::to_string(m));
-      const auto path = Q::resolve_activations({}, m, packed);
-      const auto want =
-          fast ? Q::WeightOnlyActivations::int8_dynamic : Q::WeightOnlyActivations::float32;
-      EXPECT_EQ(path, want);
-      for (const auto explicit_path :
-           {Q::WeightOnlyActivations::float32, Q::WeightOnlyActivations::int8_dynamic}) {
-        EXPECT_EQ(Q::resolve_activations(Q::WeightOnlyOptions{explicit_path}, m, packed),
-                  explicit_path);
+  for (const int bits : {4, 8}) {
+    const auto packed = Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, fmt(bits, 64, true));
+    for (const Q::Isa isa : Q::supported_isas()) {
+      Q::set_isa(isa);
+      // Both code widths: VNNI or AVX2 kernels; the reference tier has none.
+      const bool fast = isa != Q::Isa::reference;
+      for (const std::int64_t m : {std::int64_t{1}, std::int64_t{4}, std::int64_t{33}}) {
+        SCOPED_TRACE(Q::to_string(isa) + " int" + std::to_string(bits) + " m=" + std::to_string(m));
+        const auto path = Q::resolve_activations({}, m, packed);
+        const auto want =
+            fast ? Q::WeightOnlyActivations::int8_dynamic : Q::WeightOnlyActivations::float32;
+        EXPECT_EQ(path, want);
+        for (const auto explicit_path :
+             {Q::WeightOnlyActivations::float32, Q::WeightOnlyActivations::int8_dynamic}) {
+          EXPECT_EQ(Q::resolve_activations(Q::WeightOnlyOptions{explicit_path}, m, packed),
+                    explicit_path);
+        }
+        const std::vector<float> x = gaussian(static_cast<std::size_t>(m * k), rng);
+        EXPECT_EQ(run(x, m, packed, nullptr, Q::WeightOnlyActivations::automatic),
+                  run(x, m, packed, nullptr, want));
       }
-      const std::vector<float> x = gaussian(static_cast<std::size_t>(m * k), rng);
-      EXPECT_EQ(run(x, m, packed, nullptr, Q::WeightOnlyActivations::automatic),
-                run(x, m, packed, nullptr, want));
+      // Non-finite x: automatic falls back to float32 (NaN propagates), int8_dynamic throws.
+      const std::int64_t m = 16;
+      std::vector<float> x = gaussian(static_cast<std::size_t>(m * k), rng);
+      x[static_cast<std::size_t>(5 * k + 7)] = std::nanf("");
+      const auto y = run(x, m, packed, nullptr, Q::WeightOnlyActivations::automatic);
+      EXPECT_TRUE(std::isnan(y[static_cast<std::size_t>(5 * n)]));
+      const auto y_float = run(x, m, packed, nullptr, Q::WeightOnlyActivations::float32);
+      EXPECT_EQ(std::memcmp(y.data(), y_float.data(), y.size() * sizeof(float)), 0);  // NaN bits
+      EXPECT_ERROR_CONTAINS(run(x, m, packed, nullptr, Q::WeightOnlyActivations::int8_dynamic),
+                            "x[5, 7] = nan");
     }
-    // Non-finite x: automatic falls back to float32 (NaN propagates), int8_dynamic throws.
-    const std::int64_t m = 16;
-    std::vector<float> x = gaussian(static_cast<std::size_t>(m * k), rng);
-    x[static_cast<std::size_t>(5 * k + 7)] = std::nanf("");
-    const auto y = run(x, m, packed, nullptr, Q::WeightOnlyActivations::automatic);
-    EXPECT_TRUE(std::isnan(y[static_cast<std::size_t>(5 * n)]));
-    const auto y_float = run(x, m, packed, nullptr, Q::WeightOnlyActivations::float32);
-    EXPECT_EQ(std::memcmp(y.data(), y_float.data(), y.size() * sizeof(float)), 0);  // NaN bits
-    EXPECT_ERROR_CONTAINS(run(x, m, packed, nullptr, Q::WeightOnlyActivations::int8_dynamic),
-                          "x[5, 7] = nan");
   }
   Q::set_isa(before);
   EXPECT_EQ(Q::to_string(Q::WeightOnlyActivations::automatic), "automatic");

@@ -2,6 +2,7 @@
 // error.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <string>
@@ -196,10 +197,12 @@ TEST_F(WeightOnlyTiers, ShapeSweep) {
   }
 }
 
-// The int8-activation path on every tier (the VNNI kernel on AVX-512 CPUs with it, the
-// reference kernel elsewhere) equals the test's own transcription of its specification bit for
-// bit: shapes around the 8-row × 3-panel tile, the int4 block (8) and group edges, ragged last
-// groups, int4 / int8, symmetric / affine, f32 / bf16 scales, with and without bias.
+// The int8-activation path on every tier (the VNNI kernels on AVX-512 CPUs with it, the AVX2
+// kernel on the AVX2 tier, for int4 and int8 codes; the reference kernel on the reference tier)
+// equals the test's own transcription of its specification bit for bit: shapes around the
+// 8-row × 3-panel tile and the AVX2 kernel's blocks of 4 rows, the int4 block (8) and group edges,
+// ragged last groups, N not a multiple of 16, int4 / int8, symmetric / affine, f32 / bf16 scales,
+// with and without bias.
 TEST_F(WeightOnlyTiers, Int8PathMatchesItsSpecificationBitForBit) {
   std::mt19937_64 rng(Q::testing::test_seed());
   const std::int64_t ns[] = {1, 16, 37, 48, 49, 100};
@@ -238,34 +241,38 @@ TEST_F(WeightOnlyTiers, Int8PathMatchesItsSpecificationBitForBit) {
   EXPECT_GT(checked, 0);
 }
 
-// The few-row int8 kernel (M ≤ 8: row blocks of 1-4, blocks of 4 panels, a partial last block
-// per thread) against the same specification, for every format.
+// The few-row int8 kernels (M = 1 … 9 and 15, 16, 17, 20, 23: the VNNI few-row kernel's
+// 8-row × 2-panel blocks, its row blocks of 1-4 after them, the AVX2 kernel's row blocks, blocks
+// of 4 panels, a partial last block per thread) against the same specification, for every
+// format: int4 / int8 codes, symmetric / affine, per-channel and groups, f32 and bf16 scales.
 TEST_F(WeightOnlyTiers, Int8PathFewRowsMatchesItsSpecification) {
   std::mt19937_64 rng(Q::testing::test_seed());
   int checked = 0;
   for (const int bits : {4, 8}) {
     for (const bool sym : {true, false}) {
       for (const std::int64_t g : {std::int64_t{0}, std::int64_t{32}, std::int64_t{128}}) {
-        // N from one channel to past two 4-panel blocks; K with ragged groups and k % 8 != 0.
-        const std::int64_t n = std::int64_t{1} + static_cast<std::int64_t>(rng() % 150);
-        const std::int64_t k = g == 128 ? 300 : 77;
-        const auto scales = rng() % 2 == 0 ? Q::ScaleType::bf16 : Q::ScaleType::f32;
-        const std::vector<float> w = gaussian(static_cast<std::size_t>(n * k), rng);
-        const auto packed =
-            Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, fmt(bits, g, sym, scales));
-        const std::vector<float> bias = gaussian(static_cast<std::size_t>(n), rng);
-        for (std::int64_t m = 1; m <= 9; ++m) {
-          std::vector<float> x = gaussian(static_cast<std::size_t>(m * k), rng, 2.0f);
-          for (float& v : x)
-            v += static_cast<float>(m % 3) - 1.0f;
-          const float* b = m % 2 == 0 ? bias.data() : nullptr;
-          const std::vector<float> expected = Q::testing::int8_path_spec(x, m, packed, b);
-          for (const Q::Isa isa : Q::supported_isas()) {
-            SCOPED_TRACE(Q::to_string(isa) + " " + packed.format().describe() + " m=" +
-                         std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k));
-            ASSERT_EQ(run_on(isa, x, m, packed, b, Q::WeightOnlyActivations::int8_dynamic),
-                      expected);
-            ++checked;
+        for (const Q::ScaleType scales : {Q::ScaleType::f32, Q::ScaleType::bf16}) {
+          // N from one channel to past two 4-panel blocks; K with ragged groups and k % 8 != 0.
+          const std::int64_t n = std::int64_t{1} + static_cast<std::int64_t>(rng() % 150);
+          const std::int64_t k = g == 128 ? 300 : 77;
+          const std::vector<float> w = gaussian(static_cast<std::size_t>(n * k), rng);
+          const auto packed =
+              Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, fmt(bits, g, sym, scales));
+          const std::vector<float> bias = gaussian(static_cast<std::size_t>(n), rng);
+          for (const std::int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 20, 23}) {
+            std::vector<float> x = gaussian(static_cast<std::size_t>(m * k), rng, 2.0f);
+            for (float& v : x)
+              v += static_cast<float>(m % 3) - 1.0f;
+            const float* b = m % 2 == 0 ? bias.data() : nullptr;
+            const std::vector<float> expected = Q::testing::int8_path_spec(x, m, packed, b);
+            for (const Q::Isa isa : Q::supported_isas()) {
+              SCOPED_TRACE(Q::to_string(isa) + " " + packed.format().describe() +
+                           " m=" + std::to_string(m) + " n=" + std::to_string(n) +
+                           " k=" + std::to_string(k));
+              ASSERT_EQ(run_on(isa, x, m, packed, b, Q::WeightOnlyActivations::int8_dynamic),
+                        expected);
+              ++checked;
+            }
           }
         }
       }
@@ -290,6 +297,107 @@ TEST_F(WeightOnlyTiers, Int8PathOnHugePageWeights) {
                      Q::WeightOnlyActivations::int8_dynamic),
               expected);
   }
+}
+
+// Codes at both ends of their grid (qint8 −128 / 127, quint8 0 / 255 with zero points 0 / 255,
+// int4 alike) against activation codes at both ends of theirs (whole rows at 255 or 0) over the
+// longest group the int8 path takes (per-channel, K = 65536) and over ragged 256-groups: a kernel
+// whose int16 products saturate (a vpmaddubsw pair 2 · 255 · 127 > 32767) or whose int32 sums
+// overflow (65536 · 255 · −128 is 0.4 % inside int32) differs from the specification here.
+// Every tier, every format, M = 6 (a block of 4 rows and a partial one); f32 scales with codes
+// set exactly (from_quantized), f32 and bf16 scales from quantize() of weights at ±a.
+TEST_F(WeightOnlyTiers, Int8PathExtremeCodesAndActivations) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  const std::int64_t n = 37, m = 6;
+  // The premise for x: a row of 1.0 quantizes to 255 everywhere, a row of −1.0 to 0.
+  for (const float v : {1.0f, -1.0f}) {
+    const Q::QParams qx = Q::calculate_qparams(std::min(v, 0.0f), std::max(v, 0.0f),
+                                               Q::QScheme::PER_TENSOR_AFFINE, Q::quint8);
+    const float code =
+        std::nearbyint(v * (1.0f / qx.scale[0])) + static_cast<float>(qx.zero_point[0]);
+    ASSERT_EQ(std::clamp(code, 0.0f, 255.0f), v > 0 ? 255.0f : 0.0f);
+  }
+  int checked = 0;
+  for (const int bits : {4, 8}) {
+    for (const bool sym : {true, false}) {
+      for (const std::int64_t g : {std::int64_t{0}, std::int64_t{256}}) {
+        const std::int64_t k = g == 0 ? 65536 : 16 * 256 + 3;
+        const std::int64_t groups = g == 0 ? 1 : (k + g - 1) / g;
+        const Q::QDtype qd = Q::QDtype::full_range(bits, sym);
+        const auto qmin = static_cast<std::int32_t>(qd.quant_min());
+        const auto qmax = static_cast<std::int32_t>(qd.quant_max());
+        // Per channel c: all at the top (affine zero point at the bottom), all at the bottom (the
+        // reverse), top / bottom alternating along k, random.
+        std::uniform_int_distribution<std::int32_t> code(qmin, qmax);
+        std::vector<std::int32_t> q(static_cast<std::size_t>(n * k));
+        std::vector<float> w(q.size());
+        for (std::int64_t c = 0; c < n; ++c) {
+          const float a = 0.5f + 0.01f * static_cast<float>(c);
+          for (std::int64_t t = 0; t < k; ++t) {
+            const bool top = c % 4 == 0 || (c % 4 == 2 && t % 2 == 0);
+            const auto i = static_cast<std::size_t>(c * k + t);
+            q[i] = c % 4 == 3 ? code(rng) : top ? qmax : qmin;
+            w[i] = c % 4 == 3 ? static_cast<float>(q[i]) / 64.0f : top ? a : -a;
+          }
+        }
+        std::vector<float> s(static_cast<std::size_t>(n * groups));
+        std::vector<std::int32_t> z(s.size(), 0);
+        for (std::size_t i = 0; i < s.size(); ++i) {
+          s[i] = 0.01f + 0.001f * static_cast<float>(i % 7);
+          const auto c = static_cast<std::int64_t>(i) / groups;
+          if (!sym) z[i] = c % 4 == 0 ? qmin : c % 4 == 1 ? qmax : code(rng);
+        }
+        const Q::QScheme scheme =
+            sym ? Q::QScheme::PER_CHANNEL_SYMMETRIC : Q::QScheme::PER_CHANNEL_AFFINE;
+        const Q::QParams qp = g == 0 ? Q::QParams::per_channel(s, z, 0, qd, scheme)
+                                     : Q::QParams::per_group(s, z, 1, g, qd, scheme);
+        std::vector<Q::PackedWeightsLowBit> weights;
+        weights.push_back(Q::PackedWeightsLowBit::from_quantized(
+            Q::QuantizedTensor({n, k}, qp, Q::pack_codes(q, qd))));
+        ASSERT_EQ(weights.back().codes(), q);
+        for (const Q::ScaleType st : {Q::ScaleType::f32, Q::ScaleType::bf16}) {
+          weights.push_back(
+              Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, fmt(bits, g, sym, st)));
+          // quantize() puts ±a at the ends of the grid or one step inside (the symmetric grids'
+          // tie at −7.5 / −127.5 rounds either way; a bf16 scale may round up).
+          const std::vector<std::int32_t> got = weights.back().codes();
+          const auto grid = weights.back().to_quantized().qdtype();
+          ASSERT_GE(got[0], grid.quant_max() - 1);
+          ASSERT_LE(got[static_cast<std::size_t>(k)], grid.quant_min() + 1);
+        }
+        // Rows of x (codes): all 255 (zero point 0); all 0 (zero point 255); 255 but one 0 (zero
+        // point 128); 255 / 0 alternating; Gaussian; 255 but one 0 (zero point 3).
+        std::vector<float> x = gaussian(static_cast<std::size_t>(m * k), rng);
+        for (std::int64_t t = 0; t < k; ++t) {
+          const auto at = [&](std::int64_t r) -> float& {
+            return x[static_cast<std::size_t>(r * k + t)];
+          };
+          at(0) = 1.0f;
+          at(1) = -1.0f;
+          at(2) = t == 5 ? -1.0f : 1.0f;
+          at(3) = t % 2 == 0 ? 1.0f : -1.0f;
+          at(5) = t == k - 1 ? -0.01f : 1.0f;
+        }
+        for (const auto& packed : weights) {
+          const std::vector<float> expected = Q::testing::int8_path_spec(x, m, packed, nullptr);
+          for (const Q::Isa isa : Q::supported_isas()) {
+            SCOPED_TRACE(Q::to_string(isa) + " " + packed.format().describe() +
+                         " k=" + std::to_string(k));
+            const std::vector<float> y =
+                run_on(isa, x, m, packed, nullptr, Q::WeightOnlyActivations::int8_dynamic);
+            for (std::int64_t r = 0; r < m; ++r) {
+              for (std::int64_t c = 0; c < n; ++c) {
+                const auto i = static_cast<std::size_t>(r * n + c);
+                ASSERT_EQ(y[i], expected[i]) << "row " << r << " channel " << c;
+              }
+            }
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 0);
 }
 
 // Signed affine grids (from_quantized: lanes stored as q − grid_min) take the same path.

@@ -84,7 +84,7 @@ class WeightOnlyLinear:
         error only), "int8" (each row of x quantized dynamically to uint8 and
         multiplied exactly in int32: faster, adds the activation
         quantization error) or "auto" (int8 when the CPU has a fast kernel for
-        it, AVX512-VNNI or AVX2 for int4 weights, and x is finite; for any
+        it, AVX512-VNNI or AVX2, and x is finite; for any
         number of rows).
         """
         packed = PackedWeightsLowBit.quantize(

@@ -138,7 +138,7 @@ Immutable. See docs/formats.md, "Weight-only group formats".
         "input_dtype=\"bfloat16\"), returns float32 [..., N]. activations: \"float32\" "
         "(float FMAs), \"int8\" (rows of x quantized dynamically to uint8, exact int8 "
         "products; adds activation-quantization error) or \"auto\" (int8 when the CPU has a "
-        "fast kernel for it: AVX512-VNNI, or AVX2 for int4 weights; and x is finite; whatever "
+        "fast kernel for it: AVX512-VNNI or AVX2; and x is finite; whatever "
         "the number of rows; docs/numerics.md).");
   m.def(
       "weight_only_activations",

@@ -195,17 +195,24 @@ def test_int8_activations_sqnr(rng):
         assert abs(measured - predicted) < 1.0
 
 
-def test_activations_auto_picks_the_documented_path(rng):
+@pytest.mark.parametrize("bits,group_size", [(4, 32), (8, None)])
+def test_activations_auto_picks_the_documented_path(rng, bits, group_size):
     w = rng.standard_normal((40, 128)).astype(np.float32)
-    auto = Q.WeightOnlyLinear.from_float(w, bits=4, group_size=32)
+    auto = Q.WeightOnlyLinear.from_float(w, bits=bits, group_size=group_size)
     assert auto.activations == "auto"
-    fast = Q.active_isa() != "reference"  # int4 codes: AVX-512 VNNI or AVX2 kernels
-    for m in (1, 3, 16, 40):
-        want = "int8_dynamic" if fast else "float32"
-        assert auto.activation_path(m) == want
-        x = rng.standard_normal((m, 128)).astype(np.float32)
-        explicit = Q.WeightOnlyLinear(auto.weight, None, "int8" if want == "int8_dynamic" else "float32")
-        np.testing.assert_array_equal(auto(x), explicit(x))
+    before = Q.active_isa()
+    for isa in Q.supported_isas():
+        Q.set_isa(isa)
+        try:
+            # int4 and int8 codes alike: AVX-512 VNNI or AVX2 kernels; the reference tier has none.
+            want = "int8_dynamic" if isa != "reference" else "float32"
+            explicit = Q.WeightOnlyLinear(auto.weight, None, "int8" if isa != "reference" else "float32")
+            for m in (1, 3, 16, 40):
+                assert auto.activation_path(m) == want, (isa, m)
+                x = rng.standard_normal((m, 128)).astype(np.float32)
+                np.testing.assert_array_equal(auto(x), explicit(x))
+        finally:
+            Q.set_isa(before)
     assert "activations='auto'" in repr(auto)
     with pytest.raises(ValueError, match="activations"):
         Q.WeightOnlyLinear(auto.weight, None, "int4")

@@ -43,15 +43,15 @@ struct Int8Choice {
 };
 
 /// The int8-activation kernel for the active tier, M rows and the weight's code width: VNNI on
-/// AVX-512 CPUs with it; for int4 codes the AVX2 kernel on the AVX2 tier (and AVX-512 without
-/// VNNI); else the reference (the same bits, slowly).
+/// AVX-512 CPUs with it; the AVX2 kernel (int4 and int8 codes) on the AVX2 tier and on AVX-512
+/// without VNNI; else the reference (the same bits, slowly).
 Int8Choice int8_kernel(std::int64_t m, int bits) {
 #if defined(LUCIDQ_X86_KERNELS)
   if (active_isa() == Isa::avx512 && cpu_features().avx512vnni) {
     if (bits == 4 || m <= int8_gemv_max_rows) return {&int8_gemv_avx512_vnni, gemv_panels};
     return {&int8_panels_avx512_vnni, 3};
   }
-  if (active_isa() != Isa::reference && bits == 4) return {&int8_int4_panels_avx2, 1};
+  if (active_isa() != Isa::reference) return {&int8_panels_avx2, 1};
 #endif
   (void)m;
   (void)bits;

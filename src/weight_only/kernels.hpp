@@ -71,9 +71,9 @@ void int8_panels_reference(const Int8Args& args, std::int64_t panel_begin, std::
 /// 48-channel tile); callers check cpu_features().avx512vnni and pass 8-bit weights only.
 void int8_panels_avx512_vnni(const Int8Args& args, std::int64_t panel_begin,
                              std::int64_t panel_end);
-/// AVX2 variant for int4 codes only (vpmaddubsw, exact for 4-bit weights); callers check
-/// cpu_features().avx2.
-void int8_int4_panels_avx2(const Int8Args& args, std::int64_t panel_begin, std::int64_t panel_end);
+/// AVX2 variant for int4 and int8 codes (int4: vpmaddubsw, exact for 4-bit weights; int8:
+/// codes and activations widened to int16, vpmaddwd); callers check cpu_features().avx2.
+void int8_panels_avx2(const Int8Args& args, std::int64_t panel_begin, std::int64_t panel_end);
 /// Panels per block of int8_gemv_avx512_vnni (threads split the panels on multiples of it).
 inline constexpr std::int64_t gemv_panels = 4;
 /// AVX-512 VNNI variant with the codes decoded in registers (any M, int4 or int8; the driver

@@ -13,7 +13,7 @@
 // float32 and apply the group's scale (and the zero point through Σ_k x) once
 // per group. Results are float32 and agree with the exact value within the
 // rounding bound of docs/numerics.md; they never depend on the thread count.
-// Where a fast kernel exists (AVX512-VNNI; AVX2 for int4 weights) the default
+// Where a fast kernel exists (AVX512-VNNI or AVX2: every x86 tier) the default
 // (automatic) instead quantizes x per row to uint8 and multiplies exactly in int32
 // (WeightOnlyActivations::int8_dynamic; "The int8-activation path"), for any M; on that path a
 // row's result never depends on the other rows of the call.
@@ -119,12 +119,12 @@ class PackedWeightsLowBit {
 /// - int8_dynamic: each row of x quantized dynamically to uint8 (per-row
 ///   affine, calculate_qparams on the row's min/max, as gemm_dynamic does),
 ///   the weight codes decoded to int8 and multiplied exactly in int32
-///   (AVX-512 VNNI; AVX2 vpmaddubsw for int4 codes), group scales applied in float32. The result
+///   (AVX-512 VNNI; AVX2 vpmaddubsw / vpmaddwd), group scales applied in float32. The result
 ///   also carries the activation-quantization error (≈ s_x² / 12 per element). The same bits on
 ///   every tier: tiers without a fast kernel for the codes run the reference one (slow). Throws
 ///   Error for non-finite x; needs every group ≤ 65536 long.
 /// - automatic: int8_dynamic when the active tier has a fast int8 kernel for
-///   the codes (AVX-512 on a CPU with AVX512-VNNI; for int4 codes also AVX2),
+///   the codes (AVX-512 on a CPU with AVX512-VNNI, AVX2; not the reference tier),
 ///   every group is ≤ 65536 long and x is finite; float32 otherwise. The choice does not depend on
 ///   M, and on the int8 path each output row depends only on its own row of x (the same bits alone
 ///   or in a batch; the float32 path's rounding depends on M).
