@@ -31,10 +31,11 @@ const KernelTable& weight_only_kernels() {
 
 /// Rows up to which the VNNI int8-activation path decodes int8 codes in registers
 /// (int8_gemv_avx512_vnni) rather than into tiles shared by all rows; int4 codes always take the
-/// in-register kernel. Measured (N = K = 4096, 1 thread, ms, in-register vs tiles): int4 g128
-/// M = 1 0.14 vs 1.0, M = 64 6.15 vs 6.95, M = 256 23.8 vs 24.6 (affine 22.9 vs 25.0); int8
-/// per-channel M = 32 3.44 vs 3.66, M = 64 6.70 vs 6.36, M = 128 13.0 vs 11.3.
-constexpr std::int64_t int8_gemv_max_rows = 32;
+/// in-register kernel. Measured (N = K = 4096, 1 thread, ms, in-register vs tiles, one process
+/// alternating the two): int8 per-channel symmetric M = 32 2.72 vs 3.38, M = 64 5.49 vs 6.06,
+/// M = 128 10.57 vs 10.72, M = 256 21.3 vs 20.4; affine M = 64 5.80 vs 6.05, M = 128 11.40 vs
+/// 10.82, M = 256 22.7 vs 20.6. (int4 g128 at M = 256: 24.1 vs 23.9 affine, 24.6 vs 24.7.)
+constexpr std::int64_t int8_gemv_max_rows = 64;
 
 /// An int8-activation kernel and the panel multiple that threads split its work on.
 struct Int8Choice {

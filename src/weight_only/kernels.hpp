@@ -77,7 +77,7 @@ void int8_panels_avx2(const Int8Args& args, std::int64_t panel_begin, std::int64
 /// Panels per block of int8_gemv_avx512_vnni (threads split the panels on multiples of it).
 inline constexpr std::int64_t gemv_panels = 4;
 /// AVX-512 VNNI variant with the codes decoded in registers (any M, int4 or int8; the driver
-/// uses it for int4 and for int8 up to 32 rows): the same results as the reference.
+/// uses it for int4 and for int8 up to 64 rows): the same results as the reference.
 void int8_gemv_avx512_vnni(const Int8Args& args, std::int64_t panel_begin, std::int64_t panel_end);
 #endif
 

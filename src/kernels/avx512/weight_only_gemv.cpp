@@ -5,7 +5,7 @@
 // scratch. Rows go in blocks of 8 rows × 2 panels while 8 remain (a decode serves 8 rows),
 // the rest in blocks of up to 4 rows × 4 panels (64 channels, four weight streams), so for
 // M ≤ 4 the weights stream from memory exactly once per call and further row blocks find their
-// panels in L2. The driver uses it for int4 weights at every M and for int8 weights up to 32
+// panels in L2. The driver uses it for int4 weights at every M and for int8 weights up to 64
 // rows (measured: src/weight_only/gemm.cpp, int8_gemv_max_rows).
 // int4: the signed grid's nibbles n are taken as unsigned u = n ^ 8 (one vpternlogd per half,
 // no table lookup) and each group's dot starts at −8 · Σ xq, which leaves exactly Σ xq · q; the

@@ -1,6 +1,6 @@
 // AVX-512 VNNI int8-activation weight-only kernel for int8 codes and many rows: decoded tiles.
 //
-// Used for int8 weights above 32 rows (fewer rows, and int4 weights at any M:
+// Used for int8 weights above 64 rows (fewer rows, and int4 weights at any M:
 // weight_only_gemv.cpp, which measured faster there). Each tile of 3 panels (48 channels)
 // is first decoded into a scratch buffer (k_padded · 48 bytes), once for all M rows; then 8 rows at
 // a time run over it with 24 int32 accumulators named one by one (GCC spills an array of them). Per
