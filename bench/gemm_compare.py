@@ -130,7 +130,8 @@ def report(data, torch_times, engine):
                  f"{machine.get('openblas', 'not built')}; PyTorch quantized engine "
                  f"{engine or 'none'}. Load average at start {machine.get('load_average_start')}, "
                  f"at the end of the C++ part {machine.get('load_average_end')}. "
-                 f"{data['reps']} samples of >= {data['min_time_s']} s each, medians.")
+                 f"{data['reps']} samples of >= {data['min_time_s']} s each, medians"
+                 + (f"; every figure the median over {data['runs']} runs." if data.get("runs") else "."))
     lines.append("")
     lines.append("| threads | int8 peak kernel | clock GHz | int8 MAC/cycle/core | peak GOP/s (best) | "
                  "peak GOP/s (median sample) | memcpy GB/s | read GB/s | read GB/s (best) |")
@@ -243,6 +244,51 @@ def report(data, torch_times, engine):
     return "\n".join(lines)
 
 
+def merge_runs(runs):
+    """One run's worth of data from several: every time, bandwidth, peak and torch figure is the
+    median over the runs that have it (a shared machine's slow phases hit single runs)."""
+    if len(runs) == 1:
+        return runs[0]
+    data = dict(runs[0])
+    data["machine"] = dict(runs[0]["machine"])
+    for key in ("load_average_start", "load_average_end"):
+        data["machine"][key] = " / ".join(str(r["machine"].get(key)) for r in runs)
+    data["runs"] = len(runs)
+
+    def merged(rows_per_run, key_of, fields):
+        by_key = {}
+        for rows in rows_per_run:
+            for row in rows:
+                by_key.setdefault(key_of(row), []).append(row)
+        out = []
+        for group in by_key.values():
+            row = dict(group[0])
+            for field in fields(row):
+                values = [g[field] for g in group if isinstance(g.get(field), (int, float))]
+                if values:
+                    row[field] = statistics.median(values)
+            out.append(row)
+        return out
+
+    numeric = lambda row: [f for f, v in row.items() if isinstance(v, float)]
+    data["bandwidth"] = merged([r["bandwidth"] for r in runs], lambda b: b["threads"], numeric)
+    data["peak"] = merged([r["peak"] for r in runs], lambda p: p["threads"], numeric)
+    results = []
+    key = lambda r: (r["m"], r["n"], r["k"], r["threads"])
+    for row in merged([r["results"] for r in runs], key, lambda row: []):
+        group = [x for r in runs for x in r["results"] if key(x) == key(row)]
+        times = {}
+        for name in row["times"]:
+            samples = [g["times"][name] for g in group if name in g["times"]]
+            times[name] = dict(samples[0], median_s=statistics.median(t["median_s"] for t in samples),
+                               runs=len(samples))
+        results.append(dict(row, times=times))
+    data["results"] = results
+    if all("torch" in r for r in runs):
+        data["torch"] = merged([r["torch"] for r in runs], key, numeric)
+    return data
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bench", help="path to bench_gemm")
@@ -253,15 +299,20 @@ def main():
     p.add_argument("--min-time", type=float, default=None, help="seconds per sample (default 0.2, quick 0.05)")
     p.add_argument("--no-cold", action="store_true", help="skip the cold-weight M = 1 runs")
     p.add_argument("--no-torch", action="store_true")
-    p.add_argument("--from-json", help="reuse a bench_gemm --json file (or this script's --json "
-                   "output, torch times included) instead of running it")
+    p.add_argument("--from-json", nargs="+", metavar="FILE",
+                   help="reuse bench_gemm --json files (or this script's --json output, torch "
+                   "times included) instead of running it; several runs are combined cell by "
+                   "cell into the median of their medians")
     p.add_argument("--rerun-torch", action="store_true", help="with --from-json: time torch again")
     p.add_argument("--json", help="write the combined results (bench_gemm JSON + torch) here")
     args = p.parse_args()
 
     if args.from_json:
-        with open(args.from_json) as f:
-            data = json.load(f)
+        runs = []
+        for path in args.from_json:
+            with open(path) as f:
+                runs.append(json.load(f))
+        data = merge_runs(runs)
     else:
         data = run_cpp(args)
     min_time = args.min_time if args.min_time is not None else (0.05 if args.quick else 0.2)

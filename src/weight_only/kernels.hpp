@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "lucid/quantization/runtime.hpp"
 #include "weight_only/layout.hpp"
@@ -54,6 +55,25 @@ inline std::int64_t int8_staged_index(const PackedView& v, std::int64_t k) {
   if (v.bits != 4) return k;
   const std::int64_t t = k % 8;
   return k - t + (t % 2 == 0 ? t / 2 : 4 + t / 2);
+}
+
+/// Calls body(std::integral_constant<int, Bits>, std::bool_constant<Symmetric>) for the code
+/// width (4 or 8) and symmetry of `w`: where each kernel file picks its template instantiation.
+template <class Body>
+void with_format(const PackedView& w, Body&& body) {
+  using four = std::integral_constant<int, 4>;
+  using eight = std::integral_constant<int, 8>;
+  if (w.bits == 4) {
+    if (w.symmetric) {
+      body(four{}, std::true_type{});
+    } else {
+      body(four{}, std::false_type{});
+    }
+  } else if (w.symmetric) {
+    body(eight{}, std::true_type{});
+  } else {
+    body(eight{}, std::false_type{});
+  }
 }
 
 using Int8PanelsKernel = void (*)(const Int8Args& args, std::int64_t panel_begin,

@@ -164,17 +164,9 @@ void panels_typed(const GemmArgs& a, std::int64_t panel_begin, std::int64_t pane
 }
 
 void panels_avx2(const GemmArgs& a, std::int64_t panel_begin, std::int64_t panel_end) {
-  if (a.w.bits == 4) {
-    if (a.w.symmetric) {
-      panels_typed<4, true>(a, panel_begin, panel_end);
-    } else {
-      panels_typed<4, false>(a, panel_begin, panel_end);
-    }
-  } else if (a.w.symmetric) {
-    panels_typed<8, true>(a, panel_begin, panel_end);
-  } else {
-    panels_typed<8, false>(a, panel_begin, panel_end);
-  }
+  with_format(a.w, [&](auto bits, auto symmetric) {
+    panels_typed<decltype(bits)::value, decltype(symmetric)::value>(a, panel_begin, panel_end);
+  });
 }
 
 }  // namespace

@@ -174,13 +174,10 @@ void panels_typed(const GemmArgs& a, std::int64_t panel_begin, std::int64_t pane
 }
 
 void panels_avx512(const GemmArgs& a, std::int64_t panel_begin, std::int64_t panel_end) {
-  if (a.w.bits == 4) {
-    panels_typed<4, true>(a, panel_begin, panel_end);  // signedness lives in the table
-  } else if (a.w.symmetric) {
-    panels_typed<8, true>(a, panel_begin, panel_end);
-  } else {
-    panels_typed<8, false>(a, panel_begin, panel_end);
-  }
+  with_format(a.w, [&](auto bits, auto symmetric) {
+    constexpr int b = decltype(bits)::value;  // int4: signedness lives in the table
+    panels_typed<b, b == 4 || decltype(symmetric)::value>(a, panel_begin, panel_end);
+  });
 }
 
 }  // namespace

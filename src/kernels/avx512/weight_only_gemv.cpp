@@ -222,17 +222,9 @@ void run(const Int8Args& a, std::int64_t panel_begin, std::int64_t panel_end) {
 }  // namespace
 
 void int8_gemv_avx512_vnni(const Int8Args& a, std::int64_t panel_begin, std::int64_t panel_end) {
-  if (a.w.bits == 4) {
-    if (a.w.symmetric) {
-      run<4, true>(a, panel_begin, panel_end);
-    } else {
-      run<4, false>(a, panel_begin, panel_end);
-    }
-  } else if (a.w.symmetric) {
-    run<8, true>(a, panel_begin, panel_end);
-  } else {
-    run<8, false>(a, panel_begin, panel_end);
-  }
+  with_format(a.w, [&](auto bits, auto symmetric) {
+    run<decltype(bits)::value, decltype(symmetric)::value>(a, panel_begin, panel_end);
+  });
 }
 
 }  // namespace lucid::quantization::weight_only
