@@ -97,16 +97,10 @@ std::int32_t code_sum(const std::uint8_t* codes, std::int64_t len) {
 // multiple of 8.
 void interleave_int4_blocks(std::uint8_t* codes, std::int64_t length) {
   for (std::int64_t k0 = 0; k0 < length; k0 += 8) {
-    std::uint64_t block;
-    std::memcpy(&block, codes + k0, 8);
-    // Bytes 0, 2, 4, 6 (little-endian) to bytes 0-3; bytes 1, 3, 5, 7 likewise, then above.
-    const auto gather_even = [](std::uint64_t b) {
-      b &= 0x00ff00ff00ff00ffULL;
-      b = (b | (b >> 8)) & 0x0000ffff0000ffffULL;
-      return (b | (b >> 16)) & 0x00000000ffffffffULL;
-    };
-    block = gather_even(block) | (gather_even(block >> 8) << 32);
-    std::memcpy(codes + k0, &block, 8);
+    std::uint8_t* block = codes + k0;
+    const std::uint8_t staged[8] = {block[0], block[2], block[4], block[6],
+                                    block[1], block[3], block[5], block[7]};
+    std::memcpy(block, staged, 8);
   }
 }
 
