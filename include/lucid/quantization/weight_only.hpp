@@ -147,9 +147,10 @@ WeightOnlyActivations resolve_activations(const WeightOnlyOptions& options, std:
 /// K = w.columns(), N = w.rows(). bias: N floats or null. y: float32, row m at
 /// y + m · y_row_stride. M = 0 is a no-op. float32 path: M ≤ 8 streams the
 /// weights once (GEMV path); larger M reuses each decoded panel across rows.
-/// int8_dynamic path: M ≤ 32 decodes the codes in registers and streams the
-/// weights once (per 4 rows from L2); larger M decodes each 48-channel tile to
-/// int8 once per call.
+/// int8_dynamic path (AVX-512 VNNI): int4 codes at every M and int8 codes up to
+/// M = 64 are decoded in registers (M ≤ 4 streams the weights once, further row
+/// blocks read them from L2); int8 codes at larger M are decoded per 48-channel
+/// tile once per call.
 /// Uses the active kernel tier and num_threads() threads (split over output
 /// channels, never over K). Throws Error (and writes nothing) for null
 /// pointers, m < 0, strides smaller than a row, an empty w, or an x_type
