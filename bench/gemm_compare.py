@@ -255,37 +255,36 @@ def merge_runs(runs):
         data["machine"][key] = " / ".join(str(r["machine"].get(key)) for r in runs)
     data["runs"] = len(runs)
 
-    def merged(rows_per_run, key_of, fields):
-        by_key = {}
+    def merged(rows_per_run, key_of, combine):
+        """The rows of every run grouped by key_of, each group made one row by combine."""
+        groups = {}
         for rows in rows_per_run:
             for row in rows:
-                by_key.setdefault(key_of(row), []).append(row)
-        out = []
-        for group in by_key.values():
-            row = dict(group[0])
-            for field in fields(row):
-                values = [g[field] for g in group if isinstance(g.get(field), (int, float))]
-                if values:
-                    row[field] = statistics.median(values)
-            out.append(row)
-        return out
+                groups.setdefault(key_of(row), []).append(row)
+        return [combine(group) for group in groups.values()]
 
-    numeric = lambda row: [f for f, v in row.items() if isinstance(v, float)]
-    data["bandwidth"] = merged([r["bandwidth"] for r in runs], lambda b: b["threads"], numeric)
-    data["peak"] = merged([r["peak"] for r in runs], lambda p: p["threads"], numeric)
-    results = []
-    key = lambda r: (r["m"], r["n"], r["k"], r["threads"])
-    for row in merged([r["results"] for r in runs], key, lambda row: []):
-        group = [x for r in runs for x in r["results"] if key(x) == key(row)]
+    def numeric_medians(group):
+        row = dict(group[0])
+        for field, value in group[0].items():
+            if isinstance(value, float):
+                row[field] = statistics.median(g[field] for g in group if field in g)
+        return row
+
+    def time_medians(group):
         times = {}
-        for name in row["times"]:
+        for name in group[0]["times"]:
             samples = [g["times"][name] for g in group if name in g["times"]]
             times[name] = dict(samples[0], median_s=statistics.median(t["median_s"] for t in samples),
                                runs=len(samples))
-        results.append(dict(row, times=times))
-    data["results"] = results
+        return dict(group[0], times=times)
+
+    by_threads = lambda row: row["threads"]
+    by_shape = lambda row: (row["m"], row["n"], row["k"], row["threads"])
+    data["bandwidth"] = merged([r["bandwidth"] for r in runs], by_threads, numeric_medians)
+    data["peak"] = merged([r["peak"] for r in runs], by_threads, numeric_medians)
+    data["results"] = merged([r["results"] for r in runs], by_shape, time_medians)
     if all("torch" in r for r in runs):
-        data["torch"] = merged([r["torch"] for r in runs], key, numeric)
+        data["torch"] = merged([r["torch"] for r in runs], by_shape, numeric_medians)
     return data
 
 
