@@ -4,8 +4,8 @@
 
 #include <cstdint>
 
-#include "gemm/gemm_kernels.hpp"
 #include "gemm/packed_layout.hpp"
+#include "kernels/gemm_int8.hpp"
 
 namespace lucid::quantization::igemm {
 

@@ -1,5 +1,5 @@
 // The GEMM kernel variants and the choice among them from the active tier and the CPU's features.
-#include "gemm/gemm_kernels.hpp"
+#include "kernels/gemm_int8.hpp"
 
 #include <array>
 
@@ -17,19 +17,19 @@ const GemmKernel* variant_table() {
     const bool has_avx512 = has_avx2 && f.avx512f && f.avx512bw && f.avx512vl;
 #if defined(LUCIDQ_X86_KERNELS)
     return std::to_array<GemmKernel>({
-        {"reference", kernels::gemm_reference, true},
-        {"avx2", kernels::gemm_avx2, has_avx2},
-        {"avx_vnni", kernels::gemm_avx_vnni, has_avx2 && f.avx_vnni},
-        {"avx512_bw", kernels::gemm_avx512_bw, has_avx512},
-        {"avx512_vnni", kernels::gemm_avx512_vnni, has_avx512 && f.avx512vnni},
+        {"reference", kernels::gemm_u8s8_i32_16c4__reference, true},
+        {"avx2", kernels::gemm_u8s8_i32_16c4__avx2, has_avx2},
+        {"avx_vnni", kernels::gemm_u8s8_i32_16c4__avx_vnni, has_avx2 && f.avx_vnni},
+        {"avx512_bw", kernels::gemm_u8s8_i32_16c4__avx512_bw, has_avx512},
+        {"avx512_vnni", kernels::gemm_u8s8_i32_16c4__avx512_vnni, has_avx512 && f.avx512vnni},
     });
 #else
     return std::to_array<GemmKernel>({
-        {"reference", kernels::gemm_reference, true},
-        {"avx2", kernels::gemm_reference, false},
-        {"avx_vnni", kernels::gemm_reference, false},
-        {"avx512_bw", kernels::gemm_reference, false},
-        {"avx512_vnni", kernels::gemm_reference, false},
+        {"reference", kernels::gemm_u8s8_i32_16c4__reference, true},
+        {"avx2", kernels::gemm_u8s8_i32_16c4__reference, false},
+        {"avx_vnni", kernels::gemm_u8s8_i32_16c4__reference, false},
+        {"avx512_bw", kernels::gemm_u8s8_i32_16c4__reference, false},
+        {"avx512_vnni", kernels::gemm_u8s8_i32_16c4__reference, false},
     });
 #endif
   }();

@@ -8,10 +8,10 @@
 #include <span>
 #include <vector>
 
-#include "core/param_layout.hpp"
 #include "io/error_sums.hpp"
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/runtime.hpp"
+#include "support/param_layout.hpp"
 
 namespace lucid::quantization::detail {
 namespace {

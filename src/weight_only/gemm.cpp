@@ -9,9 +9,10 @@
 #include "core/kernel_args.hpp"
 #include "kernels/dispatch.hpp"
 #include "kernels/parallel.hpp"
+#include "kernels/weight_only.hpp"
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/qparams.hpp"
-#include "weight_only/kernels.hpp"
+#include "weight_only/layout.hpp"
 
 namespace lucid::quantization {
 namespace weight_only {
@@ -30,16 +31,16 @@ const KernelTable& weight_only_kernels() {
 }
 
 /// Rows up to which the VNNI int8-activation path decodes int8 codes in registers
-/// (int8_gemv_avx512_vnni) rather than into tiles shared by all rows; int4 codes always take the
-/// in-register kernel. Measured (N = K = 4096, 1 thread, ms, in-register vs tiles, one process
-/// alternating the two): int8 per-channel symmetric M = 32 2.72 vs 3.38, M = 64 5.49 vs 6.06,
-/// M = 128 10.57 vs 10.72, M = 256 21.3 vs 20.4; affine M = 64 5.80 vs 6.05, M = 128 11.40 vs
-/// 10.82, M = 256 22.7 vs 20.6. (int4 g128 at M = 256: 24.1 vs 23.9 affine, 24.6 vs 24.7.)
+/// (weight_only_u8_regs_64c__avx512_vnni) rather than into tiles shared by all rows; int4 codes
+/// always take the in-register kernel. Measured (N = K = 4096, 1 thread, ms, in-register vs tiles,
+/// one process alternating the two): int8 per-channel symmetric M = 32 2.72 vs 3.38, M = 64 5.49
+/// vs 6.06, M = 128 10.57 vs 10.72, M = 256 21.3 vs 20.4; affine M = 64 5.80 vs 6.05, M = 128 11.40
+/// vs 10.82, M = 256 22.7 vs 20.6. (int4 g128 at M = 256: 24.1 vs 23.9 affine, 24.6 vs 24.7.)
 constexpr std::int64_t int8_gemv_max_rows = 64;
 
 /// An int8-activation kernel and the panel multiple that threads split its work on.
 struct Int8Choice {
-  Int8PanelsKernel kernel = &int8_panels_reference;
+  Int8PanelsKernel kernel = &weight_only_u8_16c__reference;
   std::int64_t panel_multiple = 1;
 };
 
@@ -49,10 +50,11 @@ struct Int8Choice {
 Int8Choice int8_kernel(std::int64_t m, int bits) {
 #if defined(LUCIDQ_X86_KERNELS)
   if (active_isa() == Isa::avx512 && cpu_features().avx512vnni) {
-    if (bits == 4 || m <= int8_gemv_max_rows) return {&int8_gemv_avx512_vnni, gemv_panels};
-    return {&int8_panels_avx512_vnni, 3};
+    if (bits == 4 || m <= int8_gemv_max_rows)
+      return {&weight_only_u8_regs_64c__avx512_vnni, u8_regs_block_panels};
+    return {&weight_only_u8_tiles_48c__avx512_vnni, 3};
   }
-  if (active_isa() != Isa::reference) return {&int8_panels_avx2, 1};
+  if (active_isa() != Isa::reference) return {&weight_only_u8_16c__avx2, 1};
 #endif
   (void)m;
   (void)bits;
@@ -61,7 +63,7 @@ Int8Choice int8_kernel(std::int64_t m, int bits) {
 
 /// Whether the int8-activation path has a fast kernel for this code width on the active tier.
 bool int8_kernel_is_fast(int bits) {
-  return int8_kernel(1, bits).kernel != &int8_panels_reference;
+  return int8_kernel(1, bits).kernel != &weight_only_u8_16c__reference;
 }
 
 }  // namespace weight_only

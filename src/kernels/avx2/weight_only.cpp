@@ -9,7 +9,7 @@
 
 #include <utility>
 
-#include "weight_only/kernels.hpp"
+#include "kernels/weight_only.hpp"
 
 namespace lucid::quantization::weight_only {
 namespace {

@@ -15,7 +15,7 @@
 #include <utility>
 
 #include "kernels/avx512/weight_only_scales.hpp"
-#include "weight_only/kernels.hpp"
+#include "kernels/weight_only.hpp"
 
 namespace lucid::quantization::weight_only {
 namespace {

@@ -1,11 +1,12 @@
-// Internal: the weight-only kernel table (one entry per tier) and the arguments its kernels take.
+// Internal: the weight-only kernel contract: the arguments the kernels take and every variant's
+// kernel.
 #pragma once
 
 #include <cstdint>
 #include <type_traits>
 
+#include "kernels/weight_only_layout.hpp"
 #include "lucid/quantization/runtime.hpp"
-#include "weight_only/layout.hpp"
 
 namespace lucid::quantization::weight_only {
 
@@ -85,20 +86,24 @@ struct KernelTable {
 };
 
 /// The reference int8-activation kernel: the exact semantics every fast variant reproduces.
-void int8_panels_reference(const Int8Args& args, std::int64_t panel_begin, std::int64_t panel_end);
+void weight_only_u8_16c__reference(const Int8Args& args, std::int64_t panel_begin,
+                                   std::int64_t panel_end);
 #if defined(LUCIDQ_X86_KERNELS)
 /// AVX-512 VNNI (vpdpbusd) variant for int8 codes and many rows (codes decoded once per
 /// 48-channel tile); callers check cpu_features().avx512vnni and pass 8-bit weights only.
-void int8_panels_avx512_vnni(const Int8Args& args, std::int64_t panel_begin,
-                             std::int64_t panel_end);
+void weight_only_u8_tiles_48c__avx512_vnni(const Int8Args& args, std::int64_t panel_begin,
+                                           std::int64_t panel_end);
 /// AVX2 variant for int4 and int8 codes (int4: vpmaddubsw, exact for 4-bit weights; int8:
 /// codes and activations widened to int16, vpmaddwd); callers check cpu_features().avx2.
-void int8_panels_avx2(const Int8Args& args, std::int64_t panel_begin, std::int64_t panel_end);
-/// Panels per block of int8_gemv_avx512_vnni (threads split the panels on multiples of it).
-inline constexpr std::int64_t gemv_panels = 4;
+void weight_only_u8_16c__avx2(const Int8Args& args, std::int64_t panel_begin,
+                              std::int64_t panel_end);
+/// Panels per block of weight_only_u8_regs_64c__avx512_vnni (threads split the panels on multiples
+/// of it).
+inline constexpr std::int64_t u8_regs_block_panels = 4;
 /// AVX-512 VNNI variant with the codes decoded in registers (any M, int4 or int8; the driver
 /// uses it for int4 and for int8 up to 64 rows): the same results as the reference.
-void int8_gemv_avx512_vnni(const Int8Args& args, std::int64_t panel_begin, std::int64_t panel_end);
+void weight_only_u8_regs_64c__avx512_vnni(const Int8Args& args, std::int64_t panel_begin,
+                                          std::int64_t panel_end);
 #endif
 
 /// The reference tier: double-precision sums of x · s · (q − z), rounded once.

@@ -1,4 +1,5 @@
-// Internal: the scalar affine formulas every tier must reproduce bit for bit (docs/numerics.md).
+// Internal: the scalar affine formulas every tier must reproduce bit for bit: the spec
+// (docs/numerics.md).
 #pragma once
 
 #include <algorithm>

@@ -1,7 +1,8 @@
-// Internal: the int8 GEMM kernel interface, its tier variants and the one in use.
+// Internal: the int8 GEMM kernel contract: the packed panel layout, the block a kernel computes,
+// and every variant's kernel.
 //
 // A kernel computes int32 accumulators for a block of A rows against a run of
-// 16-channel weight panels (layout in packed_layout.hpp):
+// 16-channel weight panels (each 64-byte group holds W[16p + c][4g + j] at byte 4c + j):
 //   acc[r][c] = Σ_k (a[r][k] − z[r]) · W[c][k]     for c over panel_count · 16 channels
 // with no allocation, threading or validation. Every variant must equal the
 // reference kernel bit for bit (the true sum fits int32 because k ≤ max_gemm_depth).
@@ -57,12 +58,13 @@ std::vector<GemmKernel> gemm_kernel_variants();
 
 namespace lucid::quantization::kernels {
 
-void gemm_reference(const igemm::GemmBlock& block);
+// Names: gemm_<A codes><W codes>_<accumulators>_<panel: 16 channels × 4 k>__<variant>.
+void gemm_u8s8_i32_16c4__reference(const igemm::GemmBlock& block);
 #if defined(LUCIDQ_X86_KERNELS)
-void gemm_avx2(const igemm::GemmBlock& block);
-void gemm_avx_vnni(const igemm::GemmBlock& block);
-void gemm_avx512_bw(const igemm::GemmBlock& block);
-void gemm_avx512_vnni(const igemm::GemmBlock& block);
+void gemm_u8s8_i32_16c4__avx2(const igemm::GemmBlock& block);
+void gemm_u8s8_i32_16c4__avx_vnni(const igemm::GemmBlock& block);
+void gemm_u8s8_i32_16c4__avx512_bw(const igemm::GemmBlock& block);
+void gemm_u8s8_i32_16c4__avx512_vnni(const igemm::GemmBlock& block);
 #endif
 
 }  // namespace lucid::quantization::kernels
