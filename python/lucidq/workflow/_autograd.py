@@ -75,7 +75,8 @@ class _Learnable(torch.autograd.Function):
     summed (over everything per tensor, over all axes but ch_axis per channel).
     As in torch, the per-tensor backward reads the zero point as
     trunc(clamp(z + 0.5)), which differs from the forward's rounding only at
-    exact .5 ties.
+    exact .5 ties, and x_hat - x is rounded once (torch's compiled kernel
+    fuses it into one multiply-add).
     """
 
     @staticmethod
@@ -117,7 +118,12 @@ class _Learnable(torch.autograd.Function):
         inv_s = 1.0 / s
         below = ~mask & (x < x_hat)
         dx = dy * mask
-        inside = dy * (x_hat - x) * inv_s * grad_factor
+        # x_hat - x rounded once, as torch's kernel computes it (one fused multiply-add of the
+        # integer code offset k = q - z, exact in float64, and the scale).
+        s64 = s.double()
+        k = torch.round(x_hat.double() / s64)
+        residual = (k * s64 - x.double()).to(dtype)
+        inside = dy * residual * inv_s * grad_factor
         outside = torch.where(below, dy * (quant_min - zf), dy * (quant_max - zf)) * grad_factor
         dscale = torch.where(mask, inside, outside)
         dzero = torch.where(mask, torch.zeros_like(dy), dy * (-1) * s * grad_factor)
