@@ -61,20 +61,21 @@ def prepare_qat(model, qconfig_mapping=None, inplace=False, example_inputs=None)
 
 
 def propagate_qconfig(model, qconfig_mapping=None, fn="prepare"):
-    """Sets module.qconfig on every module (see the module doc for the rules)."""
+    """Sets module.qconfig on every module (see the module doc for the rules). A bare QConfig
+    stands for QConfigMapping().set_global(qconfig)."""
     if qconfig_mapping is None:
         _inherit(model, None)
         return
-    names = dict(model.named_modules())
-    for name in _mapping_names(qconfig_mapping):
-        if name not in names:
-            known = ", ".join(n for n in names if n) or "none"
-            raise _lucidq.Error(
-                f"{fn}: the QConfigMapping names module {name!r}, which the model "
-                f"({type(model).__name__}) does not have (its modules: {known})"
-            )
-    for name, module in names.items():
-        module.qconfig = _mapping_lookup(qconfig_mapping, name, module)
+    if not hasattr(qconfig_mapping, "qconfig_for"):
+        from .qconfig_mapping import QConfigMapping
+
+        qconfig_mapping = QConfigMapping().set_global(qconfig_mapping)
+    try:
+        qconfig_mapping.check_module_names(model)
+    except ValueError as error:
+        raise _lucidq.Error(f"{fn}: {error}") from None
+    for name, module in model.named_modules():
+        module.qconfig = qconfig_mapping.qconfig_for(name, module)
 
 
 def _inherit(module, parent_qconfig):
@@ -82,14 +83,6 @@ def _inherit(module, parent_qconfig):
     module.qconfig = qconfig
     for child in module.children():
         _inherit(child, qconfig)
-
-
-def _mapping_names(qconfig_mapping):
-    return list(getattr(qconfig_mapping, "module_name_qconfigs", {}))
-
-
-def _mapping_lookup(qconfig_mapping, name, module):
-    return qconfig_mapping.qconfig_for(name, module)
 
 
 def _add_observers_or_warn(model, mapping, units, example_inputs, fn):
