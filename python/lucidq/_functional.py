@@ -32,6 +32,8 @@ converts arguments.
 (0.015686, 64)
 """
 
+import inspect
+
 import numpy as np
 
 from . import _lucidq
@@ -71,6 +73,24 @@ def _is_params_form(first, keywords, names):
     if any(name in keywords for name in names):
         return True
     return isinstance(first, (_lucidq.QParams, QScheme, str))
+
+
+def _call_loose_form(name, function, native, x, args, kwargs):
+    """function(x, *args, **kwargs) when they fit Lucid's form; else the extension's TypeError.
+
+    Arguments that fit neither form keep pybind11's TypeError listing the
+    extension's signatures, with Lucid's form added to the list.
+    """
+    try:
+        inspect.signature(function).bind(x, *args, **kwargs)
+    except TypeError:
+        try:
+            native(x, *args, **kwargs)
+        except TypeError as error:
+            lucid = f"{name}{inspect.signature(function)}"
+            raise TypeError(f"{error}\n    or Lucid's form: {lucid}") from None
+        raise
+    return function(x, *args, **kwargs)
 
 
 def _float_input(x, what):
@@ -152,7 +172,7 @@ def quantize(x, *args, **kwargs):
         if input_dtype is not None:
             kwargs = dict(kwargs, input_dtype=input_dtype)
         return _NATIVE_QUANTIZE(array, *args, **kwargs)
-    return _quantize_codes(x, *args, **kwargs)
+    return _call_loose_form("quantize", _quantize_codes, _NATIVE_QUANTIZE, x, args, kwargs)
 
 
 def _quantize_codes(x, scale, zero_point, qdtype, ch_axis=None):
@@ -171,7 +191,7 @@ def dequantize(q, *args, **kwargs):
     """float32 reconstruction; see the module docstring for the two forms."""
     if isinstance(q, _lucidq.QuantizedTensor):
         return _NATIVE_DEQUANTIZE(q, *args, **kwargs)
-    return _dequantize_codes(q, *args, **kwargs)
+    return _call_loose_form("dequantize", _dequantize_codes, _NATIVE_DEQUANTIZE, q, args, kwargs)
 
 
 def _dequantize_codes(q, scale, zero_point, ch_axis=None):
@@ -202,7 +222,7 @@ def fake_quantize(x, *args, **kwargs):
             qparams = kwargs.pop("qparams") if "qparams" in kwargs else args[0]
             return _torch_fake_quantize(x, qparams)
         return _NATIVE_FAKE_QUANTIZE(x, *args, **kwargs)
-    return _fake_quantize_range(x, *args, **kwargs)
+    return _call_loose_form("fake_quantize", _fake_quantize_range, _NATIVE_FAKE_QUANTIZE, x, args, kwargs)
 
 
 def _fake_quantize_range(x, scale, zero_point, quant_min, quant_max, ch_axis=None):
@@ -239,3 +259,14 @@ def calculate_qparams(min_val, max_val, qscheme, qdtype, eps=None, **kwargs):
     scale = torch.from_numpy(qparams.scale.astype(np.float32)).reshape(shape)
     zero_point = torch.from_numpy(qparams.zero_point.astype(np.int64)).reshape(shape)
     return scale.to(like.device), zero_point.to(like.device)
+
+
+def _append_native_doc(function, native):
+    """function's docstring followed by the extension's (its signatures and examples)."""
+    function.__doc__ = f"{function.__doc__}\n\nlucidq's forms (the extension):\n\n{native.__doc__}"
+
+
+_append_native_doc(quantize, _NATIVE_QUANTIZE)
+_append_native_doc(dequantize, _NATIVE_DEQUANTIZE)
+_append_native_doc(fake_quantize, _NATIVE_FAKE_QUANTIZE)
+_append_native_doc(calculate_qparams, _NATIVE_CALCULATE_QPARAMS)
