@@ -70,12 +70,19 @@ def check_observed(observer, where):
         )
 
 
-def qparams_of(observer, where):
-    """check_observed, then the observer's calculate_qparams() as a lucidq QParams."""
+def qparams_of(observer, where, activation=True):
+    """check_observed, then the observer's calculate_qparams() as a lucidq QParams.
+
+    For activations (activation=True) the grid is the dtype's full range whatever the
+    observer's quant_min / quant_max (e.g. reduce_range's 0..127): as in torch, those only
+    shape the scale, and quantized activations use every code of quint8 / qint8. Weights
+    keep the observer's range (torch clamps weight codes to it)."""
     check_observed(observer, where)
     scale, zero_point = observer.calculate_qparams()
     scheme = qscheme_of(observer)
     qdtype = qdtype_of(observer)
+    if activation:
+        qdtype = _lucidq.QDtype.full_range(qdtype.bits, qdtype.is_signed)
     scale = np.asarray(torch.as_tensor(scale).detach().cpu(), dtype=np.float32).reshape(-1)
     zero_point = np.asarray(torch.as_tensor(zero_point).detach().cpu()).reshape(-1)
     zero_point = np.rint(zero_point).astype(np.int32)

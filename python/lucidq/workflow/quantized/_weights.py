@@ -20,7 +20,7 @@ def int8_weight(weight, observer, where):
     the GEMM folds only the activation zero point."""
     with torch.no_grad():
         observer(weight.detach())
-    qparams = qparams_of(observer, f"{where} (weight)")
+    qparams = qparams_of(observer, f"{where} (weight)", activation=False)
     qdtype = qparams.qdtype
     if not qdtype.is_signed or qdtype.bits != 8:
         raise _lucidq.Error(
