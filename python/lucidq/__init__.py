@@ -64,6 +64,21 @@ from ._workflow_names import TORCH_MISSING as _TORCH_MISSING  # noqa: E402
 from ._workflow_names import WORKFLOW_NAMES as _WORKFLOW_NAMES  # noqa: E402
 
 
+def _workflow_factory(cls, **keywords):
+    """Lucid's `Observer.with_args(**kw)` on a C++ observer class: the factory of its torch-module
+    twin in lucidq.workflow (same name and arguments), so QConfigs spelt with lucidq's names work."""
+    from . import workflow
+
+    return getattr(workflow, cls.__name__).with_args(**keywords)
+
+
+# lucidq.MinMaxObserver & co. stay the C++ streaming observers; lucidq.workflow.MinMaxObserver
+# is the torch module wrapping one. Both spell a QConfig factory the same way.
+for _name in _WORKFLOW_NAMES:
+    if _name in _native:
+        getattr(_lucidq, _name).with_args = classmethod(_workflow_factory)
+
+
 def __getattr__(name):
     """lucidq.QConfig, lucidq.prepare, ...: the torch workflow (lucidq.workflow), imported on first use."""
     if name in _WORKFLOW_NAMES:

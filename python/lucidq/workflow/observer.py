@@ -154,7 +154,8 @@ class ObserverBase(torch.nn.Module):
         for name, buffer in self._buffers.items():
             saved = state_dict.get(prefix + name)
             if saved is not None and buffer is not None and saved.shape != buffer.shape:
-                buffer.resize_(saved.shape)  # per-channel statistics, state text of another length
+                # per-channel statistics, state text of another length: the saved shape
+                self._buffers[name] = torch.empty(saved.shape, dtype=buffer.dtype, device=buffer.device)
         super()._load_from_state_dict(
             state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
         )

@@ -3,7 +3,10 @@
     QConfig(activation, weight)      a namedtuple of factories (classes or
                                      Class.with_args(...)); calling one builds a
                                      fresh observer. Passing an instance raises
-                                     ValueError (torch's rule).
+                                     ValueError (torch's rule). The C++ observer
+                                     classes (lucidq.HistogramObserver, ...) and
+                                     their with_args stand for their torch-module
+                                     twins in lucidq.workflow.
     get_default_qconfig(backend="lucidq")
         "lucidq" (default), Lucid's defaults: activations
         HistogramObserver(per_tensor_affine, quint8), weights
@@ -37,6 +40,7 @@ import torch
 
 from .. import _lucidq
 from .._qscheme import QScheme
+from . import observer as observer_module
 from .fake_quantize import (
     FakeQuantize,
     default_fake_quant,
@@ -67,12 +71,20 @@ __all__ = [
 BACKENDS = ("lucidq", "x86", "fbgemm", "qnnpack", "onednn")
 
 
+def _module_twin(factory):
+    """A C++ observer class (lucidq.MinMaxObserver) as its torch-module twin; others unchanged."""
+    if isinstance(factory, type) and issubclass(factory, _lucidq.Observer):
+        return getattr(observer_module, factory.__name__)
+    return factory
+
+
 class QConfig(namedtuple("QConfig", ["activation", "weight"])):
     """(activation, weight) factories; see the module docstring."""
 
     __slots__ = ()
 
     def __new__(cls, activation, weight):
+        activation, weight = _module_twin(activation), _module_twin(weight)
         for role, factory in (("activation", activation), ("weight", weight)):
             if isinstance(factory, torch.nn.Module):
                 raise ValueError(
