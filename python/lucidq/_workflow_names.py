@@ -2,7 +2,8 @@
 
 lucidq.workflow's __all__ is this tuple; `lucidq.<name>` and
 `lucid.quantization.<name>` import the workflow (and torch) on first touch.
-A name added to the workflow goes here too (test_workflow_api checks it).
+A name added to the __all__ of a submodule lucidq.workflow star-imports goes
+here too (test_workflow_qconfig checks that the two agree).
 """
 
 WORKFLOW_NAMES = (
@@ -55,6 +56,28 @@ WORKFLOW_NAMES = (
     "disable_observer",
     "enable_fake_quant",
     "disable_fake_quant",
+    # quantize.py: the model workflow
+    "prepare",
+    "prepare_qat",
+    "convert",
+    "propagate_qconfig",
+    "quantize_dynamic",
+    "quantize_weight_only",
+    "DynamicConfig",
+    "WeightOnlyConfig",
+    "fuse_modules",
+    "fuse_modules_qat",
+    "fold_batch_norm",
+    "QuantStub",
+    "DeQuantStub",
+    "QuantWrapper",
+    "QTensor",
+    "save_quantized",
+    "load_quantized",
+    "register_static",
+    "register_qat",
+    "register_dynamic",
+    "register_weight_only",
 )
 
 TORCH_MISSING = (

@@ -4,7 +4,8 @@ Needs torch (imported here, so `import lucidq` alone does not need it). The
 names are also reachable as lucidq.<name> and lucid.quantization.<name>,
 imported on first touch. Submodules: observer (observers as torch modules),
 fake_quantize (FakeQuantize, LearnableFakeQuantize), qconfig (QConfig and
-presets), qconfig_mapping (QConfigMapping).
+presets), qconfig_mapping (QConfigMapping), quantize (prepare, convert,
+prepare_qat, quantize_dynamic, fuse_modules, save_quantized, ...).
 """
 
 from .._workflow_names import TORCH_MISSING, WORKFLOW_NAMES
@@ -18,5 +19,6 @@ from .fake_quantize import *  # noqa: E402,F401,F403
 from .observer import *  # noqa: E402,F401,F403
 from .qconfig import *  # noqa: E402,F401,F403
 from .qconfig_mapping import *  # noqa: E402,F401,F403
+from .quantize import *  # noqa: E402,F401,F403
 
 __all__ = list(WORKFLOW_NAMES)
