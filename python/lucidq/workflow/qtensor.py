@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from .. import _lucidq
+from ._paths import label
 
 __all__ = ["QTensor", "as_qtensor"]
 
@@ -58,11 +59,11 @@ class QTensor:
         return self.zero_point
 
     def dequantize(self):
-        """float32 tensor scale * (codes - zero_point) (computed by lucidq.dequantize)."""
-        qparams = _lucidq.QParams.per_tensor(self.scale, self.zero_point, self.qdtype)
-        codes = self.numpy_codes()
-        tensor = _lucidq.QuantizedTensor(codes.shape, qparams, codes.reshape(-1).view(np.uint8))
-        return torch.from_numpy(_lucidq.dequantize(tensor))
+        """float32 tensor scale * (codes - zero_point), rounded once: bit for bit
+        lucidq.dequantize (code - zero_point is exact in float32 and the float32 product of
+        two float32 numbers is rounded once), computed with two torch ops because building
+        a lucidq QuantizedTensor per call costs more than the arithmetic on small batches."""
+        return self.codes.to(torch.float32).sub_(self.zero_point).mul_(self.scale)
 
     @property
     def shape(self):
@@ -96,11 +97,12 @@ class QTensor:
 _TORCH_QDTYPES = {torch.quint8: "quint8", torch.qint8: "qint8"}
 
 
-def as_qtensor(x, where):
+def as_qtensor(x, module):
     """x as a QTensor: a QTensor as it is, a per-tensor torch quantized tensor by its codes.
-    Anything else raises lucidq.Error naming `where` (the module path)."""
+    Anything else raises lucidq.Error naming the module (its path)."""
     if isinstance(x, QTensor):
         return x
+    where = label(module)
     if isinstance(x, torch.Tensor) and x.is_quantized and x.dtype in _TORCH_QDTYPES:
         if x.qscheme() != torch.per_tensor_affine:
             raise _lucidq.Error(f"{where}: input is quantized {x.qscheme()} (expected per-tensor)")

@@ -11,7 +11,9 @@ __all__ = ["float_array", "float_bias", "float_input"]
 
 def float_array(tensor):
     """A float32 NumPy view (or copy) of a torch tensor, detached, on the CPU."""
-    return np.ascontiguousarray(tensor.detach().to("cpu", torch.float32).numpy())
+    if tensor.dtype != torch.float32 or tensor.device.type != "cpu":
+        tensor = tensor.to("cpu", torch.float32)
+    return np.ascontiguousarray(tensor.detach().numpy())
 
 
 def float_bias(bias):

@@ -47,7 +47,7 @@ class ReLU(nn.Module):
     def forward(self, x):
         if isinstance(x, torch.Tensor) and not x.is_quantized:
             return self.float_module(x)
-        q = as_qtensor(x, label(self))
+        q = as_qtensor(x, self)
         lo, hi = self._bounds(q)
         return QTensor(q.codes.clamp(lo, hi), q.scale, q.zero_point, q.qdtype)
 
@@ -108,7 +108,7 @@ class _Lookup(nn.Module):
     def forward(self, x):
         if isinstance(x, torch.Tensor) and not x.is_quantized:
             return self.float_module(x)
-        q = as_qtensor(x, label(self))
+        q = as_qtensor(x, self)
         codes = q.numpy_codes()
         out = self._table(q)[codes.view(np.uint8)]
         return QTensor.from_numpy(out, self.scale, self.zero_point, self.qdtype)

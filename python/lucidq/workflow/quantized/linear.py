@@ -89,7 +89,7 @@ class Linear(nn.Module):
         return layer
 
     def forward(self, x):
-        q = as_qtensor(x, label(self))
+        q = as_qtensor(x, self)
         codes = q.numpy_codes()
         if codes.ndim < 1 or codes.shape[-1] != self.in_features:
             raise _lucidq.Error(

@@ -67,4 +67,4 @@ class DeQuantize(nn.Module):
     def forward(self, x):
         if isinstance(x, torch.Tensor) and not x.is_quantized:
             return x
-        return as_qtensor(x, label(self)).dequantize()
+        return as_qtensor(x, self).dequantize()
