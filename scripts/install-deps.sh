@@ -12,6 +12,7 @@ build_packages=(
 test_packages=(
   libgtest-dev libgmock-dev
   python3-pytest python3-torch
+  python3-sklearn libopenblas0  # the workflow tests train on sklearn's digits; torch trains at speed with OpenBLAS
   clang libclang-rt-14-dev
 )
 # -DLUCIDQ_BUILD_BENCH=ON: Google Benchmark, and the baselines bench_gemm times when present.
