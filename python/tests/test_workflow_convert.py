@@ -239,3 +239,15 @@ def test_unknown_name_in_a_mapping():
 def test_prepare_qat_needs_train_mode():
     with pytest.raises(ValueError, match="eval mode"):
         W.prepare_qat(Net().eval(), LW.get_default_qat_qconfig())
+
+
+def test_dequantize_is_lucidq_dequantize_bit_for_bit(rng):
+    for qdtype, dtype in ((Q.quint8, np.uint8), (Q.qint8, np.int8)):
+        for _ in range(20):
+            scale = float(np.float32(rng.uniform(1e-4, 2.0)))
+            zero_point = int(rng.integers(qdtype.quant_min, qdtype.quant_max + 1))
+            codes = rng.integers(qdtype.quant_min, qdtype.quant_max + 1, size=(7, 33)).astype(dtype)
+            q = W.QTensor.from_numpy(codes, scale, zero_point, qdtype)
+            reference = Q._lucidq.dequantize(Q._lucidq.QuantizedTensor(
+                codes.shape, Q.QParams.per_tensor(scale, zero_point, qdtype), codes.view(np.uint8)))
+            assert np.array_equal(q.dequantize().numpy().view(np.uint32), reference.view(np.uint32))
