@@ -1,7 +1,6 @@
 """prepare / convert / fuse / quantized modules: behaviour, hooks, activations, and bad input naming the module."""
 
 import copy
-import warnings
 
 import numpy as np
 import pytest

@@ -2,9 +2,9 @@
 
 Why not torch's own quantized tensors: building one from codes
 (torch._make_per_tensor_quantized_tensor) is a private API and copies, and reading the
-codes back (int_repr) copies again. A QTensor holds a plain torch.uint8 / torch.int8
-tensor, so the codes go to lucidq's kernels and back through NumPy without a copy
-(torch.from_numpy / Tensor.numpy share memory). Its method names are torch's
+codes back (int_repr) copies again. A QTensor holds the codes as a plain uint8 / int8
+NumPy array, which lucidq's kernels read and write directly; int_repr() is a torch tensor
+over the same memory (torch.from_numpy), so nothing is copied between modules. Its method names are torch's
 (int_repr, q_scale, q_zero_point, dequantize), so code written against torch's
 quantized tensors reads the same; torch quantized tensors are accepted as inputs too.
 """
@@ -21,32 +21,45 @@ __all__ = ["QTensor", "as_qtensor"]
 class QTensor:
     """Per-tensor quantized activations: value = scale * (codes - zero_point).
 
-    codes: a torch.uint8 (quint8) or torch.int8 (qint8) tensor; scale: float;
-    zero_point: int; qdtype: the lucidq QDtype of the grid (quint8 or qint8 and their
-    narrower ranges).
+    codes: a torch.uint8 (quint8) or torch.int8 (qint8) CPU tensor, or a NumPy array of that
+    dtype; scale: float; zero_point: int; qdtype: the lucidq QDtype of the grid (quint8 or
+    qint8). The codes are kept as a C-contiguous NumPy array (what lucidq's kernels read);
+    `codes` / int_repr() is a torch tensor sharing its memory.
     """
 
-    __slots__ = ("codes", "scale", "zero_point", "qdtype")
+    __slots__ = ("_array", "scale", "zero_point", "qdtype")
 
     def __init__(self, codes, scale, zero_point, qdtype):
-        expected = torch.int8 if qdtype.is_signed else torch.uint8
-        if codes.dtype != expected:
+        array = codes.detach().cpu().numpy() if isinstance(codes, torch.Tensor) else codes
+        array = np.ascontiguousarray(array)
+        expected = np.dtype(np.int8 if qdtype.is_signed else np.uint8)
+        if array.dtype != expected:
             raise _lucidq.Error(
-                f"QTensor: codes have dtype {codes.dtype} (expected {expected} for {qdtype.name})"
+                f"QTensor: codes have dtype {array.dtype} (expected {expected} for {qdtype.name})"
             )
-        self.codes = codes
+        self._array = array
         self.scale = float(scale)
         self.zero_point = int(zero_point)
         self.qdtype = qdtype
 
     @classmethod
     def from_numpy(cls, codes, scale, zero_point, qdtype):
-        """Wraps NumPy codes without copying."""
-        return cls(torch.from_numpy(codes), scale, zero_point, qdtype)
+        """Wraps the C-contiguous codes a lucidq kernel returned (of qdtype's code dtype: not
+        checked) without copying."""
+        q = cls.__new__(cls)
+        q._array, q.scale, q.zero_point, q.qdtype = codes, scale, zero_point, qdtype
+        return q
 
     def numpy_codes(self):
-        """The codes as a C-contiguous NumPy array (shares memory when already contiguous)."""
-        return np.ascontiguousarray(self.codes.numpy())
+        """The codes as a C-contiguous NumPy array (no copy)."""
+        return self._array
+
+    @property
+    def codes(self):
+        """The codes as a torch tensor sharing the array's memory (a copy when the array is
+        read-only, e.g. the storage of a lucidq QuantizedTensor: torch tensors are writable)."""
+        array = self._array
+        return torch.from_numpy(array if array.flags.writeable else array.copy())
 
     # torch's quantized-tensor vocabulary
     def int_repr(self):
@@ -61,35 +74,38 @@ class QTensor:
     def dequantize(self):
         """float32 tensor scale * (codes - zero_point), rounded once: bit for bit
         lucidq.dequantize (code - zero_point is exact in float32 and the float32 product of
-        two float32 numbers is rounded once), computed with two torch ops because building
-        a lucidq QuantizedTensor per call costs more than the arithmetic on small batches."""
-        return self.codes.to(torch.float32).sub_(self.zero_point).mul_(self.scale)
+        two float32 numbers is rounded once), computed with NumPy because building a lucidq
+        QuantizedTensor per call costs more than the arithmetic on small batches."""
+        out = self._array.astype(np.float32)
+        out -= np.float32(self.zero_point)
+        out *= np.float32(self.scale)
+        return torch.from_numpy(out)
 
     @property
     def shape(self):
-        return self.codes.shape
+        return torch.Size(self._array.shape)
 
     def size(self, dim=None):
-        return self.codes.size() if dim is None else self.codes.size(dim)
+        return self.shape if dim is None else self.shape[dim]
 
     def dim(self):
-        return self.codes.dim()
+        return self._array.ndim
 
-    def _same_grid(self, codes):
-        return QTensor(codes, self.scale, self.zero_point, self.qdtype)
+    def _same_grid(self, array):
+        return QTensor(array, self.scale, self.zero_point, self.qdtype)
 
     def reshape(self, *shape):
-        return self._same_grid(self.codes.reshape(*shape))
+        return self._same_grid(self._array.reshape(*shape))
 
     def view(self, *shape):
-        return self._same_grid(self.codes.view(*shape))
+        return self._same_grid(self.codes.view(*shape).numpy())
 
     def flatten(self, start_dim=0, end_dim=-1):
-        return self._same_grid(self.codes.flatten(start_dim, end_dim))
+        return self._same_grid(self.codes.flatten(start_dim, end_dim).numpy())
 
     def __repr__(self):
         return (
-            f"QTensor(shape={tuple(self.codes.shape)}, scale={self.scale:.6g}, "
+            f"QTensor(shape={tuple(self._array.shape)}, scale={self.scale:.6g}, "
             f"zero_point={self.zero_point}, qdtype={self.qdtype.name})"
         )
 

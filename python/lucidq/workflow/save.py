@@ -18,7 +18,6 @@ from torch import nn
 
 from .. import _lucidq
 from ..checkpoint import load_quantized_tensor, load_safetensors, save_safetensors
-from ..nn import DynamicQuantizedLinear
 from ..weight_only import WeightOnlyLinear
 from . import quantized as q
 from .quantized import activation as _act

@@ -11,9 +11,11 @@ __all__ = ["float_array", "float_bias", "float_input"]
 
 def float_array(tensor):
     """A float32 NumPy view (or copy) of a torch tensor, detached, on the CPU."""
-    if tensor.dtype != torch.float32 or tensor.device.type != "cpu":
+    if tensor.dtype != torch.float32 or not tensor.is_cpu:
         tensor = tensor.to("cpu", torch.float32)
-    return np.ascontiguousarray(tensor.detach().numpy())
+    if tensor.requires_grad:
+        tensor = tensor.detach()
+    return np.ascontiguousarray(tensor.numpy())
 
 
 def float_bias(bias):

@@ -49,7 +49,9 @@ class ReLU(nn.Module):
             return self.float_module(x)
         q = as_qtensor(x, self)
         lo, hi = self._bounds(q)
-        return QTensor(q.codes.clamp(lo, hi), q.scale, q.zero_point, q.qdtype)
+        codes = q.numpy_codes()
+        out = np.clip(codes, codes.dtype.type(lo), codes.dtype.type(hi))
+        return QTensor.from_numpy(out, q.scale, q.zero_point, q.qdtype)
 
 
 class ReLU6(ReLU):

@@ -37,7 +37,8 @@ class Linear(nn.Module):
         self.scale = float(scale)
         self.zero_point = int(zero_point)
         self.qdtype = qdtype
-        self._layers = {}
+        self._layers = {}  # (input scale, zero point, qdtype name) -> QuantizedLinear
+        self._last = None  # the last input grid and its layer
 
     @property
     def in_features(self):
@@ -71,6 +72,10 @@ class Linear(nn.Module):
         return new
 
     def _layer(self, q):
+        last = self._last
+        if last is not None and last[0] == q.scale and last[1] == q.zero_point and (
+                last[2] is q.qdtype):
+            return last[3]
         key = (q.scale, q.zero_point, q.qdtype.name)
         layer = self._layers.get(key)
         if layer is None:
@@ -86,6 +91,7 @@ class Linear(nn.Module):
                 relu=self.RELU,
             )
             self._layers[key] = layer
+        self._last = (q.scale, q.zero_point, q.qdtype, layer)
         return layer
 
     def forward(self, x):

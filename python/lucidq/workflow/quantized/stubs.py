@@ -25,6 +25,7 @@ class Quantize(nn.Module):
         self.zero_point = int(zero_point)
         self.qdtype = qdtype
         self._qparams = _lucidq.QParams.per_tensor(self.scale, self.zero_point, qdtype)
+        self._code_dtype = np.dtype(np.int8 if qdtype.is_signed else np.uint8)
 
     @classmethod
     def from_float(cls, mod):
@@ -44,9 +45,8 @@ class Quantize(nn.Module):
                 f"{label(self)}: input is {kind} (expected a floating-point tensor)"
             )
         values = float_array(x)
-        storage = _lucidq.quantize(values, self._qparams).storage  # read-only: copy it once
-        codes = np.array(storage).view(np.int8 if self.qdtype.is_signed else np.uint8)
-        codes = codes.reshape(values.shape)
+        storage = np.asarray(_lucidq.quantize(values, self._qparams).storage)  # read-only view
+        codes = storage.view(self._code_dtype).reshape(values.shape)
         return QTensor.from_numpy(codes, self.scale, self.zero_point, self.qdtype)
 
     def extra_repr(self):
