@@ -250,3 +250,18 @@ def test_dequantize_is_lucidq_dequantize_bit_for_bit(rng):
             reference = Q._lucidq.dequantize(Q._lucidq.QuantizedTensor(
                 codes.shape, Q.QParams.per_tensor(scale, zero_point, qdtype), codes.view(np.uint8)))
             assert np.array_equal(q.dequantize().numpy().view(np.uint32), reference.view(np.uint32))
+
+
+def test_quant_wrapper_and_qtensor_views(seed):
+    torch.manual_seed(seed)
+    inner = nn.Sequential(nn.Linear(16, 24), nn.ReLU(), nn.Linear(24, 4)).eval()
+    wrapped = W.QuantWrapper(inner)
+    prepared = W.prepare(wrapped, LW.get_default_qconfig())
+    with torch.no_grad():
+        prepared(torch.randn(32, 16, generator=torch.Generator().manual_seed(seed)))
+    model = W.convert(prepared)
+    assert isinstance(model.quant, LWQ.Quantize) and isinstance(model.module[0], LWQ.Linear)
+    q = model.quant(torch.randn(2, 3, 16))
+    assert q.reshape(6, 16).shape == (6, 16) and q.flatten(0, 1).shape == (6, 16)
+    assert q.int_repr().dtype == torch.uint8 and q.int_repr().shape == (2, 3, 16)
+    assert model(torch.randn(2, 3, 16)).shape == (2, 3, 4)
