@@ -51,6 +51,7 @@ PerChannelMinMaxObserver.with_args(ch_axis=1)
 """
 
 import json
+from typing import Any
 
 import numpy as np
 import torch
@@ -91,7 +92,7 @@ def _state_bytes(native):
 class ObserverBase(torch.nn.Module):
     """The torch-module face of one C++ observer (`_native_class`); see the module docstring."""
 
-    _native_class = None
+    _native_class: Any = None
     with_args = classmethod(with_args)
 
     def __init__(self, *args, **kwargs):
