@@ -234,3 +234,20 @@ def test_docstring_examples(name):
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
     print(f"lucidq.workflow.{name}: {result.attempted} examples")
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_docs_section_examples():
+    # The ">>>" examples of docs/workflow.md's section "Observers, fake quantization and QConfig".
+    import doctest
+    import pathlib
+
+    text = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "workflow.md").read_text()
+    start = text.index("## Observers, fake quantization and QConfig")
+    section = text[start:text.index("\n## ", start)]
+    section = "\n".join("" if line.startswith("```") else line for line in section.splitlines())
+    test = doctest.DocTestParser().get_doctest(section, {}, "docs/workflow.md", None, 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    runner.run(test)
+    result = runner.summarize(verbose=False)
+    print(f"docs/workflow.md section: {result.attempted} examples")
+    assert result.attempted >= 10 and result.failed == 0
