@@ -265,3 +265,31 @@ def test_quant_wrapper_and_qtensor_views(seed):
     assert q.reshape(6, 16).shape == (6, 16) and q.flatten(0, 1).shape == (6, 16)
     assert q.int_repr().dtype == torch.uint8 and q.int_repr().shape == (2, 3, 16)
     assert model(torch.randn(2, 3, 16)).shape == (2, 3, 4)
+
+
+def test_qat_with_learnable_fake_quantizers_converts(seed):
+    """LSQ (LearnableFakeQuantize): convert takes the learned scales; the integer model
+    tracks the fake-quantized one to about one output step."""
+    torch.manual_seed(seed)
+    model = nn.Sequential(W.QuantStub(), nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4),
+                          W.DeQuantStub()).train()
+    lsq = LW.LearnableFakeQuantize.with_args
+    qconfig = LW.QConfig(
+        activation=lsq(observer=LW.MovingAverageMinMaxObserver, quant_min=0, quant_max=255,
+                       dtype=Q.quint8, qscheme=Q.per_tensor_affine),
+        weight=lsq(observer=LW.MovingAverageMinMaxObserver, quant_min=-8, quant_max=7,
+                   dtype=Q.qint8, qscheme=Q.per_tensor_symmetric))
+    prepared = W.prepare_qat(model, qconfig)
+    optimizer = torch.optim.SGD(prepared.parameters(), lr=0.01)
+    generator = torch.Generator().manual_seed(seed)
+    for _ in range(10):
+        optimizer.zero_grad()
+        prepared(torch.randn(32, 8, generator=generator)).pow(2).mean().backward()
+        optimizer.step()
+    prepared.eval()
+    quantized = W.convert(prepared)
+    learned = float(prepared[3].activation_post_process.scale)
+    assert quantized[3].scale == pytest.approx(learned, rel=1e-6)
+    x = torch.randn(16, 8, generator=generator)
+    with torch.no_grad():
+        assert float((quantized(x) - prepared(x)).abs().max()) <= 2.5 * quantized[3].scale
