@@ -76,7 +76,9 @@ class CMakeBuild(build_ext):
         )
         built = sorted((build_dir / "python" / "lucidq").glob("_lucidq*.so"))
         if not built:
-            raise RuntimeError(f"setup.py: the build made no _lucidq*.so in {build_dir}/python/lucidq")
+            raise RuntimeError(
+                f"setup.py: the build made no _lucidq*.so in {build_dir}/python/lucidq"
+            )
         destination = pathlib.Path(self.get_ext_fullpath(ext.name))
         destination.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(built[-1], destination)
@@ -89,7 +91,7 @@ SCRATCH.mkdir(parents=True, exist_ok=True)
 setup(
     name="lucidq",
     version=project_version(),
-    description="Linear quantization of neural-network tensors and PyTorch models (lucid.quantization)",
+    description="Linear quantization of tensors and PyTorch models (lucid.quantization)",
     python_requires=">=3.9",
     install_requires=["numpy"],
     extras_require={"torch": ["torch"]},

@@ -145,7 +145,7 @@ def _qparams(scale, zero_point, qdtype, ch_axis, ndim, what):
 
 
 def grid_for_range(quant_min, quant_max):
-    """The QDtype whose codes are exactly [quant_min, quant_max] (the smallest storage that fits)."""
+    """The QDtype whose codes are exactly [quant_min, quant_max] (smallest storage that fits)."""
     quant_min, quant_max = int(quant_min), int(quant_max)
     for is_signed, bits in ((False, 8), (True, 8), (True, 16), (False, 16), (True, 32)):
         full = _lucidq.QDtype.full_range(bits, is_signed)
@@ -159,7 +159,7 @@ def grid_for_range(quant_min, quant_max):
 
 
 def code_dtype(qdtype):
-    """The NumPy integer type holding qdtype's codes unpacked (int8 for qint4, uint8 for quint8...)."""
+    """The NumPy integer type of qdtype's unpacked codes (int8 for qint4, uint8 for quint8...)."""
     width = 8 if qdtype.bits <= 8 else qdtype.bits
     return _CODE_DTYPES[(qdtype.is_signed, width)]
 
@@ -222,7 +222,9 @@ def fake_quantize(x, *args, **kwargs):
             qparams = kwargs.pop("qparams") if "qparams" in kwargs else args[0]
             return _torch_fake_quantize(x, qparams)
         return _NATIVE_FAKE_QUANTIZE(x, *args, **kwargs)
-    return _call_loose_form("fake_quantize", _fake_quantize_range, _NATIVE_FAKE_QUANTIZE, x, args, kwargs)
+    return _call_loose_form(
+        "fake_quantize", _fake_quantize_range, _NATIVE_FAKE_QUANTIZE, x, args, kwargs
+    )
 
 
 def _fake_quantize_range(x, scale, zero_point, quant_min, quant_max, ch_axis=None):

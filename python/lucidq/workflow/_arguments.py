@@ -48,7 +48,9 @@ def as_qdtype(value, what):
     if isinstance(value, str):
         return _lucidq.QDtype(value)
     if not isinstance(value, _lucidq.QDtype):
-        raise ValueError(f"{what}: {value!r} (expected a lucidq QDtype, its name or a torch qdtype)")
+        raise ValueError(
+            f"{what}: {value!r} (expected a lucidq QDtype, its name or a torch qdtype)"
+        )
     return value
 
 

@@ -103,10 +103,14 @@ class FakeQuantizeBase(torch.nn.Module):
 
 
 class FakeQuantize(FakeQuantizeBase):
-    """Observer + fake quantization (torch.ao.quantization.FakeQuantize); see the module docstring."""
+    """Observer + fake quantization (torch.ao.quantization.FakeQuantize); see the module doc."""
 
     def __init__(
-        self, observer=MovingAverageMinMaxObserver, quant_min=None, quant_max=None, **observer_kwargs
+        self,
+        observer=MovingAverageMinMaxObserver,
+        quant_min=None,
+        quant_max=None,
+        **observer_kwargs,
     ):
         super().__init__()
         if quant_min is not None and quant_max is not None:
@@ -211,7 +215,8 @@ class LearnableFakeQuantize(FakeQuantizeBase):
         else:
             if not isinstance(channel_len, int) or channel_len <= 0:
                 raise ValueError(
-                    f"LearnableFakeQuantize: channel_len = {channel_len!r} (expected a positive int)"
+                    f"LearnableFakeQuantize: channel_len = {channel_len!r} "
+                    "(expected a positive int)"
                 )
             self.scale = torch.nn.Parameter(torch.tensor([float(scale)] * channel_len))
             self.zero_point = torch.nn.Parameter(torch.tensor([float(zero_point)] * channel_len))
@@ -227,15 +232,18 @@ class LearnableFakeQuantize(FakeQuantizeBase):
 
     def enable_param_learning(self):
         """Learn scale / zero_point by backpropagation; fake-quantize; stop observing."""
-        return self.toggle_qparam_learning(True).toggle_fake_quant(True).toggle_observer_update(False)
+        self.toggle_qparam_learning(True).toggle_fake_quant(True)
+        return self.toggle_observer_update(False)
 
     def enable_static_estimate(self):
         """qparams from the observer every step; fake-quantize; no learning."""
-        return self.toggle_qparam_learning(False).toggle_fake_quant(True).toggle_observer_update(True)
+        self.toggle_qparam_learning(False).toggle_fake_quant(True)
+        return self.toggle_observer_update(True)
 
     def enable_static_observation(self):
         """Observe only: qparams from the observer, the output is x itself."""
-        return self.toggle_qparam_learning(False).toggle_fake_quant(False).toggle_observer_update(True)
+        self.toggle_qparam_learning(False).toggle_fake_quant(False)
+        return self.toggle_observer_update(True)
 
     def toggle_observer_update(self, enabled=True):
         self.static_enabled[0] = int(enabled)
@@ -277,7 +285,14 @@ class LearnableFakeQuantize(FakeQuantizeBase):
             axis = self.ch_axis if self.qscheme.is_per_channel else None
             grid = _grid(self.dtype, self.quant_min, self.quant_max)
             x = learnable_fake_quantize(
-                x, self.scale, self.zero_point, axis, self.quant_min, self.quant_max, grad_factor, grid
+                x,
+                self.scale,
+                self.zero_point,
+                axis,
+                self.quant_min,
+                self.quant_max,
+                grad_factor,
+                grid,
             )
         return x
 

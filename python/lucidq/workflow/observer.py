@@ -156,7 +156,9 @@ class ObserverBase(torch.nn.Module):
             saved = state_dict.get(prefix + name)
             if saved is not None and buffer is not None and saved.shape != buffer.shape:
                 # per-channel statistics, state text of another length: the saved shape
-                self._buffers[name] = torch.empty(saved.shape, dtype=buffer.dtype, device=buffer.device)
+                self._buffers[name] = torch.empty(
+                    saved.shape, dtype=buffer.dtype, device=buffer.device
+                )
         super()._load_from_state_dict(
             state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs
         )
@@ -319,14 +321,15 @@ class MseObserver(_RangeObserverModule):
 
 
 class FixedQParamsObserver(ObserverBase):
-    """Always the same (scale, zero_point) (torch's FixedQParamsObserver); buffers scale, zero_point."""
+    """Always the same (scale, zero_point) (torch's FixedQParamsObserver); buffers of both."""
 
     _native_class = _lucidq.FixedQParamsObserver
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.register_buffer("scale", torch.tensor([self._native.scale], dtype=torch.float32))
-        self.register_buffer("zero_point", torch.tensor([self._native.zero_point], dtype=torch.int64))
+        zero_point = torch.tensor([self._native.zero_point], dtype=torch.int64)
+        self.register_buffer("zero_point", zero_point)
 
     @property
     def dtype(self):
@@ -367,7 +370,7 @@ def _placeholder_dtype_name(dtype):
 
 
 class PlaceholderObserver(ObserverBase):
-    """Carries a dtype to the converter (dynamic / float16 quantization); no statistics, no qparams."""
+    """Carries a dtype to the converter (dynamic / float16 quantization); no statistics."""
 
     _native_class = _lucidq.PlaceholderObserver
 

@@ -129,7 +129,9 @@ def get_default_qconfig(backend="lucidq"):
     if backend == "lucidq":
         return QConfig(activation=_lucid_activation, weight=_lucid_weight)
     reduce_range = backend in ("x86", "fbgemm")
-    weight = default_weight_observer if backend == "qnnpack" else default_per_channel_weight_observer
+    weight = default_per_channel_weight_observer
+    if backend == "qnnpack":
+        weight = default_weight_observer
     return QConfig(activation=HistogramObserver.with_args(reduce_range=reduce_range), weight=weight)
 
 
