@@ -93,6 +93,8 @@ def runtime_names():
 
 def test_stub_names_match_the_extension():
     stub, runtime = stub_names(), runtime_names()
+    # A new binding needs its stub entry in python/lucidq/_lucidq.pyi (`stubgen -p lucidq._lucidq`
+    # from Debian's mypy drafts one; check it against the binding's docstring signature).
     assert not runtime - stub, f"in _lucidq but not in the stub: {sorted(runtime - stub)}"
     assert not stub - runtime, f"in the stub but not in _lucidq: {sorted(stub - runtime)}"
 

@@ -196,8 +196,10 @@ def test_names_are_exported_lazily_everywhere():
             continue
         assert getattr(lucidq, name) is getattr(W, name), name
         assert getattr(Q, name) is getattr(W, name), name
-    with pytest.raises(AttributeError):
+    with pytest.raises(AttributeError, match="'lucidq' has no attribute 'no_such_name'"):
         lucidq.no_such_name  # noqa: B018
+    with pytest.raises(AttributeError, match="'lucid.quantization' has no attribute"):
+        Q.no_such_name  # noqa: B018
     assert "QConfig" in dir(lucidq)
 
 

@@ -17,4 +17,8 @@ __doc__ = _lucidq.__doc__
 
 def __getattr__(name):
     """The torch workflow names (QConfig, prepare, ...), imported from lucidq on first use."""
-    return getattr(_lucidq, name)
+    from lucidq._workflow_names import WORKFLOW_NAMES
+
+    if name in WORKFLOW_NAMES:
+        return getattr(_lucidq, name)
+    raise AttributeError(f"module 'lucid.quantization' has no attribute {name!r}")
