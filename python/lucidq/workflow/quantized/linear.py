@@ -38,7 +38,8 @@ class Linear(nn.Module):
         self.zero_point = int(zero_point)
         self.qdtype = qdtype
         self._layers = {}  # (input scale, zero point, qdtype name) -> QuantizedLinear
-        self._last = None  # the last input grid and its layer
+        self._last = [None]  # [(scale, zero point, qdtype, layer)] of the last input grid
+        self._depth = packed.columns
 
     @property
     def in_features(self):
@@ -72,7 +73,8 @@ class Linear(nn.Module):
         return new
 
     def _layer(self, q):
-        last = self._last
+        """The QuantizedLinear for q's input grid (the last one is reused without a lookup)."""
+        last = self._last[0]
         if last is not None and last[0] == q.scale and last[1] == q.zero_point and (
                 last[2] is q.qdtype):
             return last[3]
@@ -91,16 +93,16 @@ class Linear(nn.Module):
                 relu=self.RELU,
             )
             self._layers[key] = layer
-        self._last = (q.scale, q.zero_point, q.qdtype, layer)
+        self._last[0] = (q.scale, q.zero_point, q.qdtype, layer)
         return layer
 
     def forward(self, x):
-        q = as_qtensor(x, self)
-        codes = q.numpy_codes()
-        if codes.ndim < 1 or codes.shape[-1] != self.in_features:
+        q = x if type(x) is QTensor else as_qtensor(x, self)
+        codes = q._array
+        if codes.ndim < 1 or codes.shape[-1] != self._depth:
             raise _lucidq.Error(
                 f"{label(self)}: input has shape {tuple(codes.shape)} (expected [..., "
-                f"{self.in_features}], in_features = {self.in_features})"
+                f"{self._depth}], in_features = {self._depth})"
             )
         out = self._layer(q).forward_codes(codes)
         return QTensor.from_numpy(out, self.scale, self.zero_point, self.qdtype)
