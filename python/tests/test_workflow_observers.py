@@ -2,6 +2,7 @@
 
 import copy
 import io
+import json
 import warnings
 
 import numpy as np
@@ -178,6 +179,9 @@ def test_loading_another_class_reports_error(rng):
     target = W.HistogramObserver()
     with pytest.raises(RuntimeError, match="observer_state"):
         target.load_state_dict(source.state_dict(), strict=False)
+    # the target keeps its own (empty) state, and its buffers say so
+    assert json.loads(bytes(target.observer_state.numpy()))["observer"] == "HistogramObserver"
+    assert target.min_val.item() == float("inf")
 
 
 def test_deepcopy_and_pickle_keep_statistics(rng):

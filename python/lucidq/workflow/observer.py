@@ -107,7 +107,6 @@ class ObserverBase(torch.nn.Module):
         self._native = native
         self.register_buffer("observer_state", _state_bytes(native))
 
-    # -- configuration (read from the C++ observer, so a loaded state is reflected) --
     @property
     def native(self):
         """The wrapped C++ observer (lucidq.<same name>)."""
@@ -164,13 +163,11 @@ class ObserverBase(torch.nn.Module):
         )
         if prefix + "observer_state" not in state_dict:
             return
-        text = bytes(self.observer_state.cpu().numpy()).decode()
         try:
-            self._native.load_state(text)
-        except ValueError as error:
+            self._native.load_state(bytes(self.observer_state.cpu().numpy()).decode())
+        except ValueError as error:  # lucidq.Error, or bytes that are not the state text
             error_msgs.append(f"While loading {prefix}observer_state: {error}")
-            return
-        self._refresh_buffers()
+        self._refresh_buffers()  # the mirrors show the C++ state, loaded or unchanged
 
     def extra_repr(self):
         return f"{self._native!r}"
