@@ -168,6 +168,7 @@ def test_histogram_buffer_and_torch_state_names(rng):
     for x in batches(rng, count=2):
         obs(x)
         reference(x)
+        assert torch.equal(obs.histogram, reference.histogram)  # follows every batch
     state = obs.state_dict()
     assert state["histogram"].shape == (32,)
     assert torch.equal(state["histogram"], reference.histogram)

@@ -32,10 +32,11 @@ and return (1.0, 0)).
 
 State: buffers min_val / max_val (0-d per tensor; (C,) per channel, empty
 before data; the histogram observers: the range their histogram covers),
-`histogram` for HistogramObserver, and `observer_state`: the C++ observer's
-complete state (configuration and statistics, save_state() JSON as uint8
-bytes), which is what load_state_dict restores; the other buffers are read-only
-mirrors refreshed from it. Loading resizes every buffer to the saved shape
+`histogram` for HistogramObserver (these follow every batch), and
+`observer_state`: the C++ observer's complete state (configuration and
+statistics, save_state() JSON as uint8 bytes, written when state_dict() is
+taken), which is what load_state_dict restores; the other buffers are
+read-only mirrors of the C++ state. Loading resizes every buffer to the saved shape
 (torch's per-channel pattern), so a fresh observer loads a calibrated one.
 
 `Class.with_args(**kw)` gives a factory (for QConfig) with a readable repr.
@@ -291,12 +292,19 @@ class HistogramObserver(_RangeObserverModule):
     def bins(self):
         return self._native.bins
 
-    def _refresh_buffers(self):
-        super()._refresh_buffers()
+    def _refresh_histogram(self):
         counts = self._native.histogram
         if counts.size == 0:
             counts = np.zeros(self._native.bins, dtype=np.float32)
         self._buffers["histogram"] = torch.from_numpy(counts).to(self.histogram.device)
+
+    def _after_observe(self):
+        super()._after_observe()
+        self._refresh_histogram()
+
+    def _refresh_buffers(self):
+        super()._refresh_buffers()
+        self._refresh_histogram()
 
 
 class PercentileObserver(_RangeObserverModule):
