@@ -34,6 +34,10 @@ globals().update({name: getattr(_lucidq, name) for name in _native})
 
 __version__ = _lucidq.__version__
 
+# Lucid's spellings of the arithmetic primitives, over the QParams forms above
+# (lucidq/_functional.py: both forms are accepted, NumPy arrays and torch tensors).
+from ._functional import calculate_qparams, dequantize, fake_quantize, quantize  # noqa: E402
+
 # The pure-Python layers on the int8 GEMM (lucidq/nn.py).
 from .nn import DynamicQuantizedLinear, QuantizedLinear  # noqa: E402
 
@@ -55,6 +59,38 @@ per_tensor_affine = QScheme.PER_TENSOR_AFFINE
 per_tensor_symmetric = QScheme.PER_TENSOR_SYMMETRIC
 per_channel_affine = QScheme.PER_CHANNEL_AFFINE
 per_channel_symmetric = QScheme.PER_CHANNEL_SYMMETRIC
+
+from ._workflow_names import TORCH_MISSING as _TORCH_MISSING  # noqa: E402
+from ._workflow_names import WORKFLOW_NAMES as _WORKFLOW_NAMES  # noqa: E402
+
+
+def _workflow_factory(cls, **keywords):
+    """Lucid's `Observer.with_args(**kw)` on a C++ observer class: the factory of its torch-module
+    twin in lucidq.workflow (same name and arguments), so QConfigs spelt with lucidq's names work."""
+    from . import workflow
+
+    return getattr(workflow, cls.__name__).with_args(**keywords)
+
+
+# lucidq.MinMaxObserver & co. stay the C++ streaming observers; lucidq.workflow.MinMaxObserver
+# is the torch module wrapping one. Both spell a QConfig factory the same way.
+for _name in _WORKFLOW_NAMES:
+    if _name in _native:
+        getattr(_lucidq, _name).with_args = classmethod(_workflow_factory)
+
+
+def __getattr__(name):
+    """lucidq.QConfig, lucidq.prepare, ...: the torch workflow (lucidq.workflow), imported on first use."""
+    if name in _WORKFLOW_NAMES:
+        from . import workflow
+
+        return getattr(workflow, name)
+    raise AttributeError(f"module 'lucidq' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_WORKFLOW_NAMES))
+
 
 __all__ = sorted(
     _native
