@@ -7,7 +7,8 @@ A registry, so later module families plug in without touching prepare / convert:
 A target class provides from_float(observed_module) and, for static targets, a class
 attribute OBSERVES_OUTPUT (default True): whether prepare puts an output observer on the
 float module (False for modules that keep their input grid or have a fixed one, such as
-ReLU, Sigmoid, DeQuantize). torch's own intrinsic (fused) classes map like ours.
+ReLU, Sigmoid, DeQuantize), and optionally WEIGHT_ONLY (default False): quantized from its
+weight alone with no observer (embeddings), so prepare counts it as quantizable. torch's own intrinsic (fused) classes map like ours.
 """
 
 from torch import nn

@@ -43,7 +43,8 @@ def _indices(x, where):
 class Embedding(nn.Module):
     """Quantized nn.Embedding (torch.ao.nn.quantized.Embedding): indices in, float rows out."""
 
-    OBSERVES_OUTPUT = False
+    OBSERVES_OUTPUT = False  # float rows out
+    WEIGHT_ONLY = True  # quantized from the weight alone (prepare counts it as quantizable)
 
     def __init__(self, table, padding_idx=None):
         super().__init__()
