@@ -38,6 +38,22 @@ struct Problem {
   std::int64_t pixels() const { return batch * g.out_h * g.out_w; }
 };
 
+// The depthwise kernel of the active tier (set_isa() refuses tiers the CPU lacks).
+using DepthwiseKernel = void (*)(const igemm::DepthwiseRow&);
+DepthwiseKernel depthwise_kernel() {
+#if defined(LUCIDQ_X86_KERNELS)
+  switch (active_isa()) {
+    case Isa::avx512:
+      return kernels::conv_depthwise_u8s16_i32__avx512;
+    case Isa::avx2:
+      return kernels::conv_depthwise_u8s16_i32__avx2;
+    case Isa::reference:
+      break;
+  }
+#endif
+  return kernels::conv_depthwise_u8s16_i32__reference;
+}
+
 bool is_pointwise(const Problem& p) {
   return p.w->kernel_h == 1 && p.w->kernel_w == 1 && p.options.stride_h == 1 &&
          p.options.stride_w == 1 &&
@@ -90,6 +106,7 @@ void run_nhwc(const Problem& p, MakeStage&& make) {
     const std::int64_t rows = p.batch * p.g.out_h;
     const std::int64_t macs = pixels * w.out_channels * w.kernel_h * w.kernel_w;
     const int pieces = kernels::threads_for(macs, depthwise_macs_per_thread);
+    const DepthwiseKernel kernel = depthwise_kernel();
     kernels::parallel_pieces(rows, pieces, 1, [&](int, std::int64_t begin, std::int64_t end) {
       std::vector<std::int32_t> acc(static_cast<std::size_t>(p.g.out_w * w.out_channels));
       for (std::int64_t r = begin; r < end; ++r) {
@@ -111,7 +128,7 @@ void run_nhwc(const Problem& p, MakeStage&& make) {
         row.left = p.g.pad_left;
         row.out_w = p.g.out_w;
         row.acc = acc.data();
-        kernels::conv_depthwise_u8s16_i32__reference(row);
+        kernel(row);
         stage.apply(r * p.g.out_w, p.g.out_w, 0, w.out_channels, acc.data(), w.out_channels);
       }
     });

@@ -31,5 +31,9 @@ namespace lucid::quantization::kernels {
 
 // Names as gemm_int8.hpp: conv_<op>_<A codes><W codes>_<accumulators>__<variant>.
 void conv_depthwise_u8s16_i32__reference(const igemm::DepthwiseRow& row);
+#if defined(LUCIDQ_X86_KERNELS)
+void conv_depthwise_u8s16_i32__avx2(const igemm::DepthwiseRow& row);
+void conv_depthwise_u8s16_i32__avx512(const igemm::DepthwiseRow& row);
+#endif
 
 }  // namespace lucid::quantization::kernels
