@@ -247,3 +247,16 @@ def test_lucidq_quantize_conv_weight_per_output_channel(tmp_path, rng):
     qparams = Q.calculate_qparams(flat.min(axis=1), flat.max(axis=1), Q.per_channel_symmetric,
                                   Q.qint8)
     np.testing.assert_array_equal(q.int_repr().reshape(16, -1), Q.quantize(flat, qparams).int_repr())
+
+
+def test_save_quantized_refuses_conv_modules(tmp_path):
+    _torch()
+    from lucidq.workflow import quantized as LWQ
+    import lucidq.workflow.quantize as W
+    from torch import nn
+
+    packed = Q.PackedConvWeights.quantize(np.ones((2, 1, 3, 3), np.float32))
+    model = nn.Sequential(LWQ.Conv2d(packed, None, (1, 1), (1, 1), (1, 1), 0.1, 0))
+    with pytest.raises(ValueError, match="module '0' is a quantized Conv2d, which save_quantized"):
+        W.save_quantized(model, tmp_path / "m.safetensors")
+    assert not (tmp_path / "m.safetensors").exists()

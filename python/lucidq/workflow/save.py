@@ -123,6 +123,10 @@ def _describe(path, module, tensors, metadata):
     return None
 
 
+# Quantized modules without a checkpoint entry yet: refused rather than silently dropped.
+_UNSAVED = (q.Conv2d, q.Embedding, q.MaxPool2d)
+
+
 def save_quantized(model, path, overwrite=False):
     """Writes the converted model to `path` (safetensors, atomically). An existing file is
     replaced only with overwrite=True."""
@@ -130,6 +134,10 @@ def save_quantized(model, path, overwrite=False):
     for name, module in model.named_modules():
         if any(name.startswith(p + ".") for p in described):
             continue
+        if isinstance(module, _UNSAVED):
+            raise _lucidq.Error(
+                f"save_quantized: module {name!r} is a quantized {type(module).__name__}, which "
+                "save_quantized does not store yet (its packed weights would be lost)")
         entry = _describe(name, module, tensors, metadata)
         if entry is not None:
             described[name] = entry
