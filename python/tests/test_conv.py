@@ -260,3 +260,22 @@ def test_save_quantized_refuses_conv_modules(tmp_path):
     with pytest.raises(ValueError, match="module '0' is a quantized Conv2d, which save_quantized"):
         W.save_quantized(model, tmp_path / "m.safetensors")
     assert not (tmp_path / "m.safetensors").exists()
+
+
+def _python_block(path, header):
+    text = path.read_text()
+    section = text[text.index(header):]
+    return section[section.index("```python") + len("```python"):section.index("```\n", section.index("```python") + 9)]
+
+
+def test_readme_example_runs():
+    """The ```python block under "## Int8 convolution and embedding tables" in python/README.md."""
+    code = _python_block(REPO / "python" / "README.md", "## Int8 convolution and embedding tables")
+    exec(compile(code, "README.md", "exec"), {})
+
+
+def test_workflow_doc_example_runs():
+    """The ```python block under "## Convolutions, pooling and embeddings" in docs/workflow.md."""
+    _torch()
+    code = _python_block(REPO / "docs" / "workflow.md", "## Convolutions, pooling and embeddings")
+    exec(compile(code, "workflow.md", "exec"), {})
