@@ -60,31 +60,52 @@ bool is_pointwise(const Problem& p) {
          p.g.pad_top + p.g.pad_bottom + p.g.pad_left + p.g.pad_right == 0;
 }
 
+// One window row (tap row i) of one group when taps j are adjacent pixels (groups = 1 and
+// dilation_w = 1): the in-bounds taps are one run of the input row, copied at once.
+void gather_contiguous_taps(const Problem& p, const std::uint8_t* input_row, std::int64_t x0,
+                            std::uint8_t* dst) {
+  const std::int64_t kw = p.w->kernel_w, c = p.in_channels;
+  const std::int64_t j_begin = std::clamp<std::int64_t>(-x0, 0, kw);
+  const std::int64_t j_end = std::clamp<std::int64_t>(p.width - x0, j_begin, kw);
+  std::memset(dst, p.pad_byte, static_cast<std::size_t>(j_begin * c));
+  std::memcpy(dst + j_begin * c, input_row + (x0 + j_begin) * c,
+              static_cast<std::size_t>((j_end - j_begin) * c));
+  std::memset(dst + j_end * c, p.pad_byte, static_cast<std::size_t>((kw - j_end) * c));
+}
+
 // Gathers output pixels [first, first + count) as rows [g][i][j][c] of groups · depth codes.
 void gather_windows(const Problem& p, std::int64_t first, std::int64_t count, std::uint8_t* rows) {
   const auto& w = *p.w;
   const std::int64_t cg = w.in_per_group;
   const std::int64_t row_bytes = w.groups * w.depth();
   const std::int64_t plane = p.g.out_h * p.g.out_w;
+  const bool contiguous_taps = w.groups == 1 && p.options.dilation_w == 1;
   const int pieces = kernels::threads_for(count * row_bytes);
   kernels::parallel_pieces(count, pieces, 1, [&](int, std::int64_t begin, std::int64_t end) {
     for (std::int64_t r = begin; r < end; ++r) {
       const std::int64_t pixel = first + r;
       const std::int64_t b = pixel / plane;
       const std::int64_t y = pixel % plane / p.g.out_w;
-      const std::int64_t x = pixel % p.g.out_w;
+      const std::int64_t x0 = pixel % p.g.out_w * p.options.stride_w - p.g.pad_left;
       std::uint8_t* dst = rows + r * row_bytes;
       for (std::int64_t grp = 0; grp < w.groups; ++grp) {
         for (std::int64_t i = 0; i < w.kernel_h; ++i) {
           const std::int64_t iy = y * p.options.stride_h - p.g.pad_top + i * p.options.dilation_h;
+          const bool row_inside = iy >= 0 && iy < p.height;
+          // Only formed for rows inside the input (no out-of-range pointer arithmetic).
+          const std::uint8_t* input_row =
+              row_inside ? p.input + (b * p.height + iy) * p.width * p.in_channels : nullptr;
+          if (contiguous_taps && row_inside) {
+            gather_contiguous_taps(p, input_row, x0, dst);
+            dst += w.kernel_w * cg;
+            continue;
+          }
           for (std::int64_t j = 0; j < w.kernel_w; ++j, dst += cg) {
-            const std::int64_t ix =
-                x * p.options.stride_w - p.g.pad_left + j * p.options.dilation_w;
-            if (iy < 0 || iy >= p.height || ix < 0 || ix >= p.width) {
+            const std::int64_t ix = x0 + j * p.options.dilation_w;
+            if (!row_inside || ix < 0 || ix >= p.width) {
               std::memset(dst, p.pad_byte, static_cast<std::size_t>(cg));
             } else {
-              std::memcpy(dst,
-                          p.input + ((b * p.height + iy) * p.width + ix) * p.in_channels + grp * cg,
+              std::memcpy(dst, input_row + ix * p.in_channels + grp * cg,
                           static_cast<std::size_t>(cg));
             }
           }
