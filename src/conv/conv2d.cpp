@@ -68,8 +68,10 @@ void gather_contiguous_taps(const Problem& p, const std::uint8_t* input_row, std
   const std::int64_t j_begin = std::clamp<std::int64_t>(-x0, 0, kw);
   const std::int64_t j_end = std::clamp<std::int64_t>(p.width - x0, j_begin, kw);
   std::memset(dst, p.pad_byte, static_cast<std::size_t>(j_begin * c));
-  std::memcpy(dst + j_begin * c, input_row + (x0 + j_begin) * c,
-              static_cast<std::size_t>((j_end - j_begin) * c));
+  if (j_end > j_begin) {  // always, as padding keeps every window over the input
+    std::memcpy(dst + j_begin * c, input_row + (x0 + j_begin) * c,
+                static_cast<std::size_t>((j_end - j_begin) * c));
+  }
   std::memset(dst + j_end * c, p.pad_byte, static_cast<std::size_t>((kw - j_end) * c));
 }
 
