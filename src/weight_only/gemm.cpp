@@ -17,19 +17,6 @@
 namespace lucid::quantization {
 namespace weight_only {
 
-const KernelTable& kernels_for(Isa isa) {
-#if defined(LUCIDQ_X86_KERNELS)
-  if (isa == Isa::avx512) return avx512_kernels();
-  if (isa == Isa::avx2) return avx2_kernels();
-#endif
-  (void)isa;
-  return reference_kernels();
-}
-
-const KernelTable& weight_only_kernels() {
-  return kernels_for(active_isa());
-}
-
 /// Rows up to which the VNNI int8-activation path decodes int8 codes in registers
 /// (weight_only_u8_regs_64c__avx512_vnni) rather than into tiles shared by all rows; int4 codes
 /// always take the in-register kernel. Measured (N = K = 4096, 1 thread, ms, in-register vs tiles,
@@ -38,32 +25,17 @@ const KernelTable& weight_only_kernels() {
 /// vs 10.82, M = 256 22.7 vs 20.6. (int4 g128 at M = 256: 24.1 vs 23.9 affine, 24.6 vs 24.7.)
 constexpr std::int64_t int8_gemv_max_rows = 64;
 
-/// An int8-activation kernel and the panel multiple that threads split its work on.
-struct Int8Choice {
-  Int8PanelsKernel kernel = &weight_only_u8_16c__reference;
-  std::int64_t panel_multiple = 1;
-};
-
-/// The int8-activation kernel for the active tier, M rows and the weight's code width: VNNI on
-/// AVX-512 CPUs with it; the AVX2 kernel (int4 and int8 codes) on the AVX2 tier and on AVX-512
-/// without VNNI; else the reference (the same bits, slowly).
-Int8Choice int8_kernel(std::int64_t m, int bits) {
-#if defined(LUCIDQ_X86_KERNELS)
-  if (active_isa() == Isa::avx512 && cpu_features().avx512vnni) {
-    if (bits == 4 || m <= int8_gemv_max_rows)
-      return {&weight_only_u8_regs_64c__avx512_vnni, u8_regs_block_panels};
-    return {&weight_only_u8_tiles_48c__avx512_vnni, 3};
-  }
-  if (active_isa() != Isa::reference) return {&weight_only_u8_16c__avx2, 1};
-#endif
-  (void)m;
-  (void)bits;
-  return {};
+/// The int8-activation kernel of the entry point's variant for M rows and the weight's code
+/// width: the few-rows kernel for int4 codes and for int8 codes up to int8_gemv_max_rows rows,
+/// else the many-rows one (the two are the same kernel outside avx512_vnni).
+Int8Kernel int8_kernel(const kernels::KernelTable& kt, std::int64_t m, int bits) {
+  return (bits == 4 || m <= int8_gemv_max_rows) ? kt.weight_only_u8_few_rows
+                                                : kt.weight_only_u8_many_rows;
 }
 
-/// Whether the int8-activation path has a fast kernel for this code width on the active tier.
-bool int8_kernel_is_fast(int bits) {
-  return int8_kernel(1, bits).kernel != &weight_only_u8_16c__reference;
+/// Whether the int8-activation path has a fast kernel for this code width in the variant.
+bool int8_kernel_is_fast(const kernels::KernelTable& kt, int bits) {
+  return int8_kernel(kt, 1, bits).run != &weight_only_u8_16c__reference;
 }
 
 }  // namespace weight_only
@@ -200,7 +172,7 @@ bool run_int8(const float* xs, std::int64_t stride, std::int64_t m,
   args.bias = bias;
   args.y = y;
   args.y_stride = y_row_stride;
-  const weight_only::Int8Choice choice = weight_only::int8_kernel(m, v.bits);
+  const weight_only::Int8Kernel choice = weight_only::int8_kernel(kernels::active(), m, v.bits);
   const std::int64_t work = v.n * v.k * std::max<std::int64_t>(1, m / 8);
   const int pieces = static_cast<int>(
       std::min<std::int64_t>(kernels::threads_for(work, min_weights_per_thread), v.panels));
@@ -208,7 +180,7 @@ bool run_int8(const float* xs, std::int64_t stride, std::int64_t m,
   // walks all M rows over its panels.
   kernels::parallel_pieces(
       v.panels, pieces, choice.panel_multiple,
-      [&](int, std::int64_t begin, std::int64_t end) { choice.kernel(args, begin, end); });
+      [&](int, std::int64_t begin, std::int64_t end) { choice.run(args, begin, end); });
   return true;
 }
 
@@ -230,7 +202,7 @@ WeightOnlyActivations resolve_activations(const WeightOnlyOptions& options, std:
   if (options.activations != WeightOnlyActivations::automatic) return options.activations;
   const bool fits = w.layout().view.group_length <= int8_max_group;
   (void)m;  // deliberately not a function of M: rows are batch-invariant
-  return (fits && weight_only::int8_kernel_is_fast(w.layout().view.bits))
+  return (fits && weight_only::int8_kernel_is_fast(kernels::active(), w.layout().view.bits))
              ? WeightOnlyActivations::int8_dynamic
              : WeightOnlyActivations::float32;
 }
@@ -319,7 +291,7 @@ void weight_only_gemm(const void* x, ScalarType x_type, std::int64_t m, std::int
   args.y = y;
   args.y_stride = y_row_stride;
 
-  const weight_only::PanelsKernel kernel = weight_only::weight_only_kernels().panels;
+  const weight_only::PanelsKernel kernel = kernels::active().weight_only_f32;
   const std::int64_t work = v.n * v.k * std::max<std::int64_t>(1, m / 8);
   const int pieces = static_cast<int>(
       std::min<std::int64_t>(kernels::threads_for(work, min_weights_per_thread), v.panels));

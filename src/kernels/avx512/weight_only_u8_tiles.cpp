@@ -26,7 +26,7 @@ namespace lucid::quantization::weight_only {
 namespace {
 
 constexpr int tile_rows = 8;
-constexpr int tile_panels = 3;
+constexpr int tile_panels = static_cast<int>(u8_tiles_block_panels);
 // Bytes ahead of the block being decoded that each step asks the prefetcher for (the packed
 // weights stream from memory once per call).
 constexpr std::int64_t prefetch_bytes = 2048;
