@@ -1,17 +1,16 @@
 // Weight-only GEMM driver: validation, activation staging (padding, bf16 widening, group sums),
 // threads.
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
 
-#include "core/kernel_args.hpp"
+#include "core/row_quantization.hpp"
+#include "core/widen.hpp"
 #include "kernels/dispatch.hpp"
 #include "kernels/parallel.hpp"
 #include "kernels/weight_only.hpp"
 #include "lucid/quantization/error.hpp"
-#include "lucid/quantization/qparams.hpp"
 #include "weight_only/layout.hpp"
 
 namespace lucid::quantization {
@@ -91,53 +90,31 @@ struct StagedRows {
 // throws naming the first non-finite element otherwise.
 bool stage_rows(const float* xs, std::int64_t stride, std::int64_t m,
                 const weight_only::PackedView& v, bool fallback, StagedRows& out) {
-  const kernels::KernelTable& kt = kernels::active();
-  constexpr int f32 = static_cast<int>(kernels::FloatType::f32);
-  const auto rows = static_cast<std::size_t>(m);
-  std::vector<float> lows(rows), highs(rows);
-  std::vector<std::int64_t> nonfinite(rows, 0);
+  // Codes exactly as quantize() writes them (zero padding beyond K), then each int4 block of 8
+  // interleaved in place into the kernels' order.
+  out.stride = (v.k_padded + 63) / 64 * 64;
+  out.xq.assign(static_cast<std::size_t>(m * out.stride), 0);
+  detail::RowQuantization rows;
+  rows.x = xs;
+  rows.rows = m;
+  rows.k = v.k;
+  rows.x_stride = stride;
+  rows.scheme = QScheme::PER_TENSOR_AFFINE;
+  rows.qdtype = quint8;
+  rows.codes = out.xq.data();
+  rows.code_stride = out.stride;
+  if (!detail::quantize_rows(kernels::active(), rows,
+                             {"weight_only_gemm: x", "int8_dynamic activations must be finite"},
+                             fallback, out.scales, out.zero_points))
+    return false;
+  out.zeros.assign(out.zero_points.begin(), out.zero_points.end());
+  out.group_sums.assign(v.symmetric ? 0 : static_cast<std::size_t>(m * v.groups), 0.0f);
+  out.code_sums.assign(static_cast<std::size_t>(m * v.groups), 0);
   const int pieces = kernels::threads_for(m * v.k);
   kernels::parallel_pieces(m, pieces, 1, [&](int, std::int64_t begin, std::int64_t end) {
     for (std::int64_t r = begin; r < end; ++r) {
       const auto ri = static_cast<std::size_t>(r);
-      lows[ri] = INFINITY;
-      highs[ri] = -INFINITY;
-      nonfinite[ri] = kt.minmax[f32](xs + r * stride, v.k, &lows[ri], &highs[ri]);
-    }
-  });
-  for (std::int64_t r = 0; r < m; ++r) {
-    if (nonfinite[static_cast<std::size_t>(r)] == 0) continue;
-    if (fallback) return false;
-    const float* row = xs + r * stride;
-    std::int64_t col = 0;
-    while (col + 1 < v.k && std::isfinite(row[col]))
-      ++col;
-    throw Error("weight_only_gemm: x[" + str(r) + ", " + str(col) +
-                "] = " + std::to_string(row[col]) + " (int8_dynamic activations must be finite)");
-  }
-  out.scales.resize(rows);
-  out.zeros.resize(rows);
-  out.zero_points.resize(rows);
-  for (std::size_t r = 0; r < rows; ++r) {
-    const QParams qp = calculate_qparams(lows[r], highs[r], QScheme::PER_TENSOR_AFFINE, quint8);
-    out.scales[r] = qp.scale[0];
-    out.zero_points[r] = qp.zero_point[0];
-    out.zeros[r] = static_cast<float>(qp.zero_point[0]);
-  }
-  // Codes exactly as quantize() writes them, then each int4 block of 8 interleaved in place into
-  // the kernels' order; zero padding beyond K.
-  out.stride = (v.k_padded + 63) / 64 * 64;
-  out.xq.assign(static_cast<std::size_t>(m * out.stride), 0);
-  out.group_sums.assign(v.symmetric ? 0 : static_cast<std::size_t>(m * v.groups), 0.0f);
-  out.code_sums.assign(static_cast<std::size_t>(m * v.groups), 0);
-  const kernels::Grid grid = detail::grid_of(quint8);
-  kernels::parallel_pieces(m, pieces, 1, [&](int, std::int64_t begin, std::int64_t end) {
-    for (std::int64_t r = begin; r < end; ++r) {
-      const auto ri = static_cast<std::size_t>(r);
       std::uint8_t* dst = out.xq.data() + r * out.stride;
-      kt.quantize[f32][static_cast<int>(kernels::CodeWidth::b8)](
-          xs + r * stride, v.k,
-          kernels::Affine{1.0f / out.scales[ri], out.scales[ri], out.zero_points[ri]}, grid, dst);
       for (std::int64_t j = 0; j < v.groups; ++j) {
         const std::int64_t k0 = j * v.group_length;
         const std::int64_t len = std::min(v.group_length, v.k - k0);
@@ -244,9 +221,8 @@ void weight_only_gemm(const void* x, ScalarType x_type, std::int64_t m, std::int
     } else {
       std::vector<float> wide(static_cast<std::size_t>(m * v.k));
       for (std::int64_t r = 0; r < m; ++r) {
-        const auto* src = static_cast<const std::uint16_t*>(x) + r * x_row_stride;
-        for (std::int64_t c = 0; c < v.k; ++c)
-          wide[static_cast<std::size_t>(r * v.k + c)] = bfloat16_to_float(src[c]);
+        detail::widen_to_float32(static_cast<const std::uint16_t*>(x) + r * x_row_stride, x_type,
+                                 v.k, wide.data() + r * v.k);
       }
       if (run_int8(wide.data(), v.k, m, v, bias, y, y_row_stride, fallback)) return;
     }
@@ -256,15 +232,9 @@ void weight_only_gemm(const void* x, ScalarType x_type, std::int64_t m, std::int
   const std::int64_t stride = (v.k_padded + 15) / 16 * 16;
   std::vector<float> xs(static_cast<std::size_t>(m * stride), 0.0f);
   for (std::int64_t r = 0; r < m; ++r) {
-    float* dst = xs.data() + r * stride;
-    if (x_type == ScalarType::float32) {
-      const float* src = static_cast<const float*>(x) + r * x_row_stride;
-      std::copy(src, src + v.k, dst);
-    } else {
-      const auto* src = static_cast<const std::uint16_t*>(x) + r * x_row_stride;
-      for (std::int64_t c = 0; c < v.k; ++c)
-        dst[c] = bfloat16_to_float(src[c]);
-    }
+    const std::int64_t width = x_type == ScalarType::float32 ? 4 : 2;
+    detail::widen_to_float32(static_cast<const unsigned char*>(x) + r * x_row_stride * width,
+                             x_type, v.k, xs.data() + r * stride);
   }
   std::vector<float> sums;
   if (!v.symmetric) {
