@@ -173,6 +173,23 @@ int threads_for_blocks(std::int64_t blocks) {
   return static_cast<int>(std::clamp<std::int64_t>(blocks, 1, num_threads()));
 }
 
+// The sums of n elements in fixed blocks of kBlock, block_sums(begin, end) each, in parallel,
+// added in block order (so the result does not depend on the thread count).
+template <class BlockSums>
+ErrorMetrics sum_blocks(std::int64_t n, BlockSums&& block_sums) {
+  const std::int64_t blocks = (n + kBlock - 1) / kBlock;
+  std::vector<Sums> partial(static_cast<std::size_t>(blocks));
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads_for_blocks(blocks))
+#endif
+  for (std::int64_t b = 0; b < blocks; ++b)
+    partial[static_cast<std::size_t>(b)] = block_sums(b * kBlock, std::min(n, (b + 1) * kBlock));
+  Sums total;
+  for (const Sums& sums : partial)
+    total.add(sums);
+  return total.finish();
+}
+
 // How many elements of `x` (read as unsigned words of its width) have every bit of
 // `exponent` set: the NaN and +-Inf elements when `exponent` is the exponent field.
 template <class Bits>
@@ -264,20 +281,10 @@ ErrorMetrics streaming_error_metrics(const TensorView& original, const QParams& 
   }
   const ParamLayout layout =
       ParamLayout::make(original.shape, qparams.qscheme, qparams.ch_axis, qparams.group_size);
-  const std::int64_t blocks = (n + kBlock - 1) / kBlock;
   const kernels::KernelTable& kt = kernels::active();
-  std::vector<Sums> partial(static_cast<std::size_t>(blocks));
-#ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads_for_blocks(blocks))
-#endif
-  for (std::int64_t b = 0; b < blocks; ++b) {
-    partial[static_cast<std::size_t>(b)] = block_sums(
-        original, qparams, storage, layout, b * kBlock, std::min(n, (b + 1) * kBlock), kt);
-  }
-  Sums total;
-  for (const Sums& sums : partial)
-    total.add(sums);
-  return total.finish();
+  return sum_blocks(n, [&](std::int64_t begin, std::int64_t end) {
+    return block_sums(original, qparams, storage, layout, begin, end, kt);
+  });
 }
 
 ErrorMetrics streaming_error_metrics(const TensorView& original, const TensorView& reconstructed) {
@@ -288,28 +295,19 @@ ErrorMetrics streaming_error_metrics(const TensorView& original, const TensorVie
                   " is " + to_string(v->type) + " (expected float32, float16 or bfloat16)");
     }
   }
-  const std::int64_t n = original.numel();
-  const std::int64_t blocks = (n + kBlock - 1) / kBlock;
   const kernels::KernelTable& kt = kernels::active();
-  std::vector<Sums> partial(static_cast<std::size_t>(blocks));
-#ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads_for_blocks(blocks))
-#endif
-  for (std::int64_t b = 0; b < blocks; ++b) {
+  return sum_blocks(original.numel(), [&](std::int64_t begin, std::int64_t end) {
     float xs[kChunk];
     float ys[kChunk];
-    Sums& sums = partial[static_cast<std::size_t>(b)];
-    for (std::int64_t chunk = b * kBlock; chunk < std::min(n, (b + 1) * kBlock); chunk += kChunk) {
-      const std::int64_t len = std::min(n, chunk + kChunk) - chunk;
+    Sums sums;
+    for (std::int64_t chunk = begin; chunk < end; chunk += kChunk) {
+      const std::int64_t len = std::min(end, chunk + kChunk) - chunk;
       decode_floats(original, chunk, len, xs);
       decode_floats(reconstructed, chunk, len, ys);
       add_pairs(kt, xs, ys, len, sums);
     }
-  }
-  Sums total;
-  for (const Sums& sums : partial)
-    total.add(sums);
-  return total.finish();
+    return sums;
+  });
 }
 
 ErrorMetrics streaming_error_metrics(const TensorView& original, const QuantizedTensor& quantized) {

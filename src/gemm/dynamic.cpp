@@ -46,16 +46,15 @@ void gemm_dynamic(const float* a, std::int64_t m, std::int64_t a_row_stride,
   std::vector<std::uint8_t> codes(static_cast<std::size_t>(m * k));
   std::vector<float> scales;
   std::vector<std::int32_t> zero_points;
-  detail::RowQuantization rows_in;
-  rows_in.x = a;
-  rows_in.rows = m;
-  rows_in.k = k;
-  rows_in.x_stride = a_row_stride;
-  rows_in.scheme = QScheme::PER_TENSOR_AFFINE;
-  rows_in.qdtype = qdtype;
-  rows_in.per_row = options.per_row;
-  rows_in.codes = codes.data();
-  rows_in.code_stride = k;
+  const detail::RowQuantization rows_in{.x = a,
+                                        .rows = m,
+                                        .k = k,
+                                        .x_stride = a_row_stride,
+                                        .scheme = QScheme::PER_TENSOR_AFFINE,
+                                        .qdtype = qdtype,
+                                        .per_row = options.per_row,
+                                        .codes = codes.data(),
+                                        .code_stride = k};
   detail::quantize_rows(kt, rows_in, {"gemm_dynamic: a", "expected finite activations"}, false,
                         scales, zero_points);
   // Effective zero points for the kernels.

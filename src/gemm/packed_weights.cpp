@@ -134,16 +134,15 @@ PackedWeightsInt8 PackedWeightsInt8::quantize(const float* w, std::int64_t n, st
   std::vector<std::int8_t> codes(static_cast<std::size_t>(n * k));
   std::vector<float> scales;
   std::vector<std::int32_t> zero_points;  // 0: symmetric on a signed grid
-  detail::RowQuantization rows;
-  rows.x = w;
-  rows.rows = n;
-  rows.k = k;
-  rows.x_stride = row_stride;
-  rows.scheme = QScheme::PER_TENSOR_SYMMETRIC;
-  rows.qdtype = qdtype;
-  rows.per_row = per_channel;
-  rows.codes = reinterpret_cast<std::uint8_t*>(codes.data());
-  rows.code_stride = k;
+  const detail::RowQuantization rows{.x = w,
+                                     .rows = n,
+                                     .k = k,
+                                     .x_stride = row_stride,
+                                     .scheme = QScheme::PER_TENSOR_SYMMETRIC,
+                                     .qdtype = qdtype,
+                                     .per_row = per_channel,
+                                     .codes = reinterpret_cast<std::uint8_t*>(codes.data()),
+                                     .code_stride = k};
   const std::string prefix = what + ": w";
   detail::quantize_rows(kernels::active(), rows, {prefix, "expected finite weights"}, false, scales,
                         zero_points);

@@ -94,15 +94,14 @@ bool stage_rows(const float* xs, std::int64_t stride, std::int64_t m,
   // interleaved in place into the kernels' order.
   out.stride = (v.k_padded + 63) / 64 * 64;
   out.xq.assign(static_cast<std::size_t>(m * out.stride), 0);
-  detail::RowQuantization rows;
-  rows.x = xs;
-  rows.rows = m;
-  rows.k = v.k;
-  rows.x_stride = stride;
-  rows.scheme = QScheme::PER_TENSOR_AFFINE;
-  rows.qdtype = quint8;
-  rows.codes = out.xq.data();
-  rows.code_stride = out.stride;
+  const detail::RowQuantization rows{.x = xs,
+                                     .rows = m,
+                                     .k = v.k,
+                                     .x_stride = stride,
+                                     .scheme = QScheme::PER_TENSOR_AFFINE,
+                                     .qdtype = quint8,
+                                     .codes = out.xq.data(),
+                                     .code_stride = out.stride};
   if (!detail::quantize_rows(kernels::active(), rows,
                              {"weight_only_gemm: x", "int8_dynamic activations must be finite"},
                              fallback, out.scales, out.zero_points))
