@@ -2,6 +2,8 @@
 // threads.
 #include <algorithm>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -75,6 +77,21 @@ void interleave_int4_blocks(std::uint8_t* codes, std::int64_t length) {
                                     block[1], block[3], block[5], block[7]};
     std::memcpy(block, staged, 8);
   }
+}
+
+// This thread's 64-byte aligned scratch of at least `bytes`, kept between calls (a fresh large
+// allocation per call costs page faults on every call).
+std::uint8_t* thread_scratch(std::size_t bytes) {
+  struct Aligned {
+    void operator()(std::uint8_t* p) const { ::operator delete[](p, std::align_val_t{64}); }
+  };
+  thread_local std::unique_ptr<std::uint8_t[], Aligned> scratch;
+  thread_local std::size_t capacity = 0;
+  if (capacity < bytes) {
+    scratch.reset(static_cast<std::uint8_t*>(::operator new[](bytes, std::align_val_t{64})));
+    capacity = bytes;
+  }
+  return scratch.get();
 }
 
 // Rows of x quantized per row to uint8 and staged for the int8 kernels (kernels.hpp, Int8Args).
@@ -154,9 +171,13 @@ bool run_int8(const float* xs, std::int64_t stride, std::int64_t m,
       std::min<std::int64_t>(kernels::threads_for(work, min_weights_per_thread), v.panels));
   // Threads split the panels on multiples of the kernel's block width; each thread's kernel
   // walks all M rows over its panels.
+  const auto scratch_bytes = static_cast<std::size_t>(choice.scratch_bytes(v));
   kernels::parallel_pieces(
-      v.panels, pieces, choice.panel_multiple,
-      [&](int, std::int64_t begin, std::int64_t end) { choice.run(args, begin, end); });
+      v.panels, pieces, choice.panel_multiple, [&](int, std::int64_t begin, std::int64_t end) {
+        weight_only::Int8Args part = args;
+        part.scratch = scratch_bytes == 0 ? nullptr : thread_scratch(scratch_bytes);
+        choice.run(part, begin, end);
+      });
   return true;
 }
 

@@ -42,7 +42,9 @@ const KernelTable& avx512_vnni_table() {
     t.gemm = gemm_u8s8_i32_16c4__avx512_vnni;
     t.weight_only_u8_few_rows = {weight_only::weight_only_u8_regs_64c__avx512_vnni,
                                  weight_only::u8_regs_block_panels};
-    t.weight_only_u8_many_rows = {weight_only::weight_only_u8_tiles_48c__avx512_vnni, 3};
+    t.weight_only_u8_many_rows = {weight_only::weight_only_u8_tiles_48c__avx512_vnni,
+                                  weight_only::u8_tiles_block_panels,
+                                  weight_only::u8_tiles_block_panels};
     return t;
   }();
   return table;
