@@ -20,10 +20,8 @@ namespace weight_only {
 
 /// Rows up to which the VNNI int8-activation path decodes int8 codes in registers
 /// (weight_only_u8_regs_64c__avx512_vnni) rather than into tiles shared by all rows; int4 codes
-/// always take the in-register kernel. Measured (N = K = 4096, 1 thread, ms, in-register vs tiles,
-/// one process alternating the two): int8 per-channel symmetric M = 32 2.72 vs 3.38, M = 64 5.49
-/// vs 6.06, M = 128 10.57 vs 10.72, M = 256 21.3 vs 20.4; affine M = 64 5.80 vs 6.05, M = 128 11.40
-/// vs 10.82, M = 256 22.7 vs 20.6. (int4 g128 at M = 256: 24.1 vs 23.9 affine, 24.6 vs 24.7.)
+/// always take the in-register kernel. The crossover measured between 64 and 128 rows
+/// (docs/performance.md, "Weight-only kernels: measurement history").
 constexpr std::int64_t int8_gemv_max_rows = 64;
 
 /// The int8-activation kernel of the entry point's variant for M rows and the weight's code
