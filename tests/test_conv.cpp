@@ -1,8 +1,9 @@
-// conv2d against the plain-loop spec (conv_reference.hpp), bit for bit, on every tier the CPU
-// has and 1 or 2 threads: sampled kernel sizes, strides, dilations, paddings, groups, channel
-// counts, batches, layouts, code types and output stages; extreme codes; argument errors.
+// conv2d against the plain-loop spec (conv_reference.hpp), bit for bit, on every kernel variant
+// the CPU has and 1 or 2 threads: sampled kernel sizes, strides, dilations, paddings, groups,
+// channel counts, batches, layouts, code types and output stages; extreme codes; argument errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <iostream>
 #include <random>
@@ -22,10 +23,10 @@ namespace {
 class ConvTest : public ::testing::Test {
  protected:
   void TearDown() override {
-    Q::set_isa(isa_);
+    Q::set_isa(variant_);
     Q::set_num_threads(threads_);
   }
-  Q::Isa isa_ = Q::active_isa();
+  Q::KernelVariant variant_ = Q::active_variant();
   int threads_ = Q::num_threads();
 };
 
@@ -138,7 +139,7 @@ void check_case(const ConvCase& p, std::mt19937_64& rng) {
   const Q::PackedConvWeights w = weights_of(p);
   const Q::ConvInput a = input_of(p);
   const Q::ConvGeometry g = Q::conv2d_geometry(a, w, p.options);
-  const std::string where = describe(p, w) + " tier " + Q::to_string(Q::active_isa()) +
+  const std::string where = describe(p, w) + " variant " + Q::to_string(Q::active_variant()) +
                             " threads " + std::to_string(Q::num_threads());
   const auto acc = Q::testing::reference_acc(p, g);
   const std::size_t count = acc.size();
@@ -180,22 +181,24 @@ void check_case(const ConvCase& p, std::mt19937_64& rng) {
   }
 }
 
-void report_skipped_tiers() {
-  const auto supported = Q::supported_isas();
-  for (const Q::Isa isa : {Q::Isa::reference, Q::Isa::avx2, Q::Isa::avx512}) {
-    if (std::find(supported.begin(), supported.end(), isa) == supported.end())
-      std::cout << "[ skip ] tier " << Q::to_string(isa) << ": this CPU does not support it\n";
+void report_skipped_variants() {
+  const auto supported = Q::supported_variants();
+  for (const Q::KernelVariant v :
+       {Q::KernelVariant::reference, Q::KernelVariant::avx2_base, Q::KernelVariant::avx_vnni,
+        Q::KernelVariant::avx512_bw, Q::KernelVariant::avx512_vnni}) {
+    if (std::find(supported.begin(), supported.end(), v) == supported.end())
+      std::cout << "[ skip ] variant " << Q::to_string(v) << ": this CPU does not support it\n";
   }
 }
 
-TEST_F(ConvTest, SampledConfigurationsMatchTheSpecOnEveryTierAndThreadCount) {
+TEST_F(ConvTest, SampledConfigurationsMatchTheSpecOnEveryVariantAndThreadCount) {
   const std::uint64_t seed = Q::testing::test_seed();
-  report_skipped_tiers();
-  for (const Q::Isa isa : Q::supported_isas()) {
-    Q::set_isa(isa);
+  report_skipped_variants();
+  for (const Q::KernelVariant variant : Q::supported_variants()) {
+    Q::set_isa(variant);
     for (const int threads : {1, 2}) {
       Q::set_num_threads(threads);
-      std::mt19937_64 rng(seed);  // the same cases on every tier and thread count
+      std::mt19937_64 rng(seed);  // the same cases on every kernel variant and thread count
       for (int i = 0; i < 60; ++i)
         check_case(random_case(rng, /*extreme=*/i % 4 == 3), rng);
     }
@@ -205,8 +208,8 @@ TEST_F(ConvTest, SampledConfigurationsMatchTheSpecOnEveryTierAndThreadCount) {
 // Large enough to take several GEMM tiles, im2col chunks and threads.
 TEST_F(ConvTest, LargerShapesMatchTheSpec) {
   std::mt19937_64 rng(Q::testing::test_seed());
-  for (const Q::Isa isa : Q::supported_isas()) {
-    Q::set_isa(isa);
+  for (const Q::KernelVariant variant : Q::supported_variants()) {
+    Q::set_isa(variant);
     Q::set_num_threads(2);
     for (const std::int64_t groups : {1, 2, 32}) {
       ConvCase p;

@@ -25,5 +25,6 @@
 #include "lucid/quantization/runtime.hpp"
 #include "lucid/quantization/scalar_type.hpp"
 #include "lucid/quantization/tensor.hpp"
+#include "lucid/quantization/text_table.hpp"
 #include "lucid/quantization/version.hpp"
 #include "lucid/quantization/weight_only.hpp"

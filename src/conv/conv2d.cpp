@@ -9,7 +9,7 @@
 #include "gemm/driver.hpp"
 #include "gemm/output_checks.hpp"
 #include "gemm/output_stage.hpp"
-#include "kernels/conv_depthwise.hpp"
+#include "kernels/dispatch.hpp"
 #include "kernels/parallel.hpp"
 #include "lucid/quantization/conv.hpp"
 #include "lucid/quantization/error.hpp"
@@ -37,22 +37,6 @@ struct Problem {
   std::uint8_t pad_byte = 0;  // the raw code of the zero point
   std::int64_t pixels() const { return batch * g.out_h * g.out_w; }
 };
-
-// The depthwise kernel of the active tier (set_isa() refuses tiers the CPU lacks).
-using DepthwiseKernel = void (*)(const igemm::DepthwiseRow&);
-DepthwiseKernel depthwise_kernel() {
-#if defined(LUCIDQ_X86_KERNELS)
-  switch (active_isa()) {
-    case Isa::avx512:
-      return kernels::conv_depthwise_u8s16_i32__avx512;
-    case Isa::avx2:
-      return kernels::conv_depthwise_u8s16_i32__avx2;
-    case Isa::reference:
-      break;
-  }
-#endif
-  return kernels::conv_depthwise_u8s16_i32__reference;
-}
 
 bool is_pointwise(const Problem& p) {
   return p.w->kernel_h == 1 && p.w->kernel_w == 1 && p.options.stride_h == 1 &&
@@ -120,7 +104,7 @@ void gather_windows(const Problem& p, std::int64_t first, std::int64_t count, st
 // make(pixel_begin, channel_begin, scales) returns the stage for outputs from that pixel and
 // channel on, `scales` being the weight scales of the channels from channel_begin.
 template <class MakeStage>
-void run_nhwc(const Problem& p, MakeStage&& make) {
+void run_nhwc(const Problem& p, const kernels::KernelTable& kt, MakeStage&& make) {
   const auto& w = *p.w;
   const std::int64_t pixels = p.pixels();
   if (pixels == 0) return;
@@ -129,7 +113,6 @@ void run_nhwc(const Problem& p, MakeStage&& make) {
     const std::int64_t rows = p.batch * p.g.out_h;
     const std::int64_t macs = pixels * w.out_channels * w.kernel_h * w.kernel_w;
     const int pieces = kernels::threads_for(macs, depthwise_macs_per_thread);
-    const DepthwiseKernel kernel = depthwise_kernel();
     kernels::parallel_pieces(rows, pieces, 1, [&](int, std::int64_t begin, std::int64_t end) {
       std::vector<std::int32_t> acc(static_cast<std::size_t>(p.g.out_w * w.out_channels));
       for (std::int64_t r = begin; r < end; ++r) {
@@ -151,13 +134,12 @@ void run_nhwc(const Problem& p, MakeStage&& make) {
         row.left = p.g.pad_left;
         row.out_w = p.g.out_w;
         row.acc = acc.data();
-        kernel(row);
+        kt.conv_depthwise(row);
         stage.apply(r * p.g.out_w, p.g.out_w, 0, w.out_channels, acc.data(), w.out_channels);
       }
     });
     return;
   }
-  const igemm::GemmKernel& kernel = igemm::gemm_kernel();
   igemm::ActivationRows rows;
   rows.flip = p.flip;
   rows.zero_points = &p.zero;
@@ -167,7 +149,7 @@ void run_nhwc(const Problem& p, MakeStage&& make) {
     for (std::int64_t grp = 0; grp < w.groups; ++grp) {
       const auto& gw = w.group_weights[static_cast<std::size_t>(grp)];
       rows.data = p.input + grp * w.in_per_group;
-      igemm::run_gemm(rows, gw.layout(), kernel,
+      igemm::run_gemm(rows, gw.layout(), kt.gemm,
                       make(0, grp * w.out_per_group(), gw.layout().scales));
     }
     return;
@@ -183,7 +165,7 @@ void run_nhwc(const Problem& p, MakeStage&& make) {
     for (std::int64_t grp = 0; grp < w.groups; ++grp) {
       const auto& gw = w.group_weights[static_cast<std::size_t>(grp)];
       rows.data = windows.data() + grp * w.depth();
-      igemm::run_gemm(rows, gw.layout(), kernel,
+      igemm::run_gemm(rows, gw.layout(), kt.gemm,
                       make(first, grp * w.out_per_group(), gw.layout().scales));
     }
   }
@@ -208,8 +190,8 @@ void nhwc_to_nchw(const T* src, T* dst, std::int64_t batch, std::int64_t channel
 }
 
 // Validates everything but the stage's own arguments and runs the convolution: the output
-// (type T, dense in a's layout) goes through make_stage(out, scales) with `out` a copy of c
-// pointing at the first output of a tile and its channels.
+// (type T, dense in a's layout) goes through make_stage(out, scales, kernels) with `out` a copy
+// of c pointing at the first output of a tile and its channels.
 template <class T, class Out, class MakeStage>
 void convolve(const ConvInput& a, const PackedConvWeights& weights, const Conv2dOptions& options,
               const Out& c, MakeStage&& make_stage) {
@@ -251,7 +233,8 @@ void convolve(const ConvInput& a, const PackedConvWeights& weights, const Conv2d
     output_nhwc.resize(static_cast<std::size_t>(outputs));
     out = output_nhwc.data();
   }
-  run_nhwc(p, [&](std::int64_t pixel, std::int64_t channel, const std::vector<float>& scales) {
+  const kernels::KernelTable& kt = kernels::active();  // once per call
+  run_nhwc(p, kt, [&](std::int64_t pixel, std::int64_t channel, const std::vector<float>& scales) {
     Out tile = c;
     tile.data = out + pixel * stride + channel;
     tile.row_stride = stride;
@@ -261,7 +244,7 @@ void convolve(const ConvInput& a, const PackedConvWeights& weights, const Conv2d
     if constexpr (requires { tile.bias_int32; }) {
       if (c.bias_int32 != nullptr) tile.bias_int32 = c.bias_int32 + channel;
     }
-    return make_stage(tile, scales);
+    return make_stage(tile, scales, kt);
   });
   if (a.layout == ConvLayout::nchw) {
     nhwc_to_nchw(out, static_cast<T*>(c.data), a.batch, cout, p.g.out_h * p.g.out_w);
@@ -272,17 +255,19 @@ void convolve(const ConvInput& a, const PackedConvWeights& weights, const Conv2d
 
 void conv2d(const ConvInput& a, const PackedConvWeights& w, const Conv2dOptions& options,
             const Int32Output& c) {
-  convolve<std::int32_t>(a, w, options, c, [](const Int32Output& tile, const std::vector<float>&) {
-    return igemm::Int32Stage(tile);
-  });
+  convolve<std::int32_t>(a, w, options, c,
+                         [](const Int32Output& tile, const std::vector<float>&,
+                            const kernels::KernelTable&) { return igemm::Int32Stage(tile); });
 }
 
 void conv2d(const ConvInput& a, const PackedConvWeights& w, const Conv2dOptions& options,
             const FloatOutput& c) {
   igemm::check_scale(what, "a.scale", a.scale);
-  convolve<float>(a, w, options, c, [&](const FloatOutput& tile, const std::vector<float>& scales) {
-    return igemm::FloatStage(tile, &a.scale, false, scales.data());
-  });
+  convolve<float>(
+      a, w, options, c,
+      [&](const FloatOutput& tile, const std::vector<float>& scales, const kernels::KernelTable&) {
+        return igemm::FloatStage(tile, &a.scale, false, scales.data());
+      });
 }
 
 void conv2d(const ConvInput& a, const PackedConvWeights& w, const Conv2dOptions& options,
@@ -290,8 +275,10 @@ void conv2d(const ConvInput& a, const PackedConvWeights& w, const Conv2dOptions&
   igemm::check_scale(what, "a.scale", a.scale);
   igemm::check_requantized_stage(what, c, w.out_channels());
   convolve<std::uint8_t>(a, w, options, c,
-                         [&](const RequantizedOutput& tile, const std::vector<float>& scales) {
-                           return igemm::RequantizeStage(tile, a.scale, scales);
+                         [&](const RequantizedOutput& tile, const std::vector<float>& scales,
+                             const kernels::KernelTable& kt) {
+                           return igemm::RequantizeStage(tile, a.scale, scales,
+                                                         kt.gemm_requantize_row);
                          });
 }
 

@@ -27,6 +27,16 @@ inline float load_element(const void* x, std::int64_t k) {
   }
 }
 
+/// 1.5 · 2^52: for |x| <= 2^51, (x + shift) − shift is x rounded to an integer in the default
+/// rounding mode (ties to even), as the sum has no fraction bits left. Not folded by the
+/// compiler (the project never builds with -ffast-math).
+inline constexpr double round_half_even_shift = 6755399441055744.0;
+
+/// nearbyint(x) for |x| <= 2^51, in two additions (see round_half_even_shift).
+inline double round_half_even(double x) {
+  return (x + round_half_even_shift) - round_half_even_shift;
+}
+
 /// nearbyint(x * inv_scale) + zero_point before clamping: the product and the
 /// rounding in float32 (PyTorch's formula), the sum exact in double. NaN stays NaN.
 inline double unclamped_code(float x, float inv_scale, std::int32_t zero_point) {

@@ -25,6 +25,8 @@ struct DepthwiseRow {
   std::int32_t* acc = nullptr;  // out_w × C_out, row x at acc + x · C_out
 };
 
+using DepthwiseRowFn = void (*)(const DepthwiseRow& row);
+
 }  // namespace lucid::quantization::igemm
 
 namespace lucid::quantization::kernels {

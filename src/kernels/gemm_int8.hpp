@@ -46,13 +46,27 @@ struct GemmKernel {
   bool supported;
 };
 
-/// The variant for the active tier (active_isa(), so set_isa() and LUCIDQ_ISA
-/// pin it) and the CPU's features: reference; avx2 (or avx_vnni when the CPU
-/// has AVX-VNNI); avx512 (avx512_vnni when the CPU has AVX512-VNNI, else avx512_bw).
+/// The active variant's kernel (active_variant(): set_isa() and LUCIDQ_ISA pin it; by
+/// default the best the CPU has). Defined with the dispatch (kernels/dispatch.cpp).
 const GemmKernel& gemm_kernel();
 
-/// Every variant compiled in, supported or not, reference first (for tests).
+/// Every variant's kernel, supported or not, in KernelVariant order (reference first).
 std::vector<GemmKernel> gemm_kernel_variants();
+
+/// The requantized output stage's constants for a run of columns (gemm.hpp, output (c)).
+struct RequantizeRowArgs {
+  const double* bias = nullptr;        // bias_int32[n] as double (0 without one)
+  const double* multiplier = nullptr;  // m[n] = s_A · s_W[n] / s_out
+  const double* offset = nullptr;      // o[n] = bias[n] / s_out (0 without one)
+  double below = 0, above = 0;         // the grid minus z_out, widened by one on each side
+  double low = 0, high = 0;            // the grid minus z_out
+  double zero_point = 0;               // z_out
+};
+
+/// out[j] = low byte of clamp(round_half_even(clamp((acc[j] + bias[j]) · m[j] + o[j], below,
+/// above)), low, high) + z_out, in double, one operation at a time, for j < cols.
+using RequantizeRowFn = void (*)(const std::int32_t* acc, std::int64_t cols,
+                                 const RequantizeRowArgs& args, std::uint8_t* out);
 
 }  // namespace lucid::quantization::igemm
 
@@ -65,6 +79,13 @@ void gemm_u8s8_i32_16c4__avx2(const igemm::GemmBlock& block);
 void gemm_u8s8_i32_16c4__avx_vnni(const igemm::GemmBlock& block);
 void gemm_u8s8_i32_16c4__avx512_bw(const igemm::GemmBlock& block);
 void gemm_u8s8_i32_16c4__avx512_vnni(const igemm::GemmBlock& block);
+#endif
+
+void requantize_row_i32_u8__reference(const std::int32_t* acc, std::int64_t cols,
+                                      const igemm::RequantizeRowArgs& args, std::uint8_t* out);
+#if defined(LUCIDQ_X86_KERNELS)
+void requantize_row_i32_u8__avx512(const std::int32_t* acc, std::int64_t cols,
+                                   const igemm::RequantizeRowArgs& args, std::uint8_t* out);
 #endif
 
 }  // namespace lucid::quantization::kernels

@@ -6,7 +6,6 @@
 #include <type_traits>
 
 #include "kernels/weight_only_layout.hpp"
-#include "lucid/quantization/runtime.hpp"
 
 namespace lucid::quantization::weight_only {
 
@@ -49,6 +48,9 @@ struct Int8Args {
   const float* bias = nullptr;
   float* y = nullptr;
   std::int64_t y_stride = 0;
+  /// The caller's scratch for this call: Int8Kernel::scratch_bytes(w) bytes, 64-byte aligned,
+  /// not shared with another thread (null when the kernel needs none).
+  std::uint8_t* scratch = nullptr;
 };
 
 /// The staged position of code k of a row (the int4 interleave above).
@@ -80,21 +82,40 @@ void with_format(const PackedView& w, Body&& body) {
 using Int8PanelsKernel = void (*)(const Int8Args& args, std::int64_t panel_begin,
                                   std::int64_t panel_end);
 
-struct KernelTable {
-  PanelsKernel panels = nullptr;
-  const char* name = "";
+/// An int8-activation kernel and the panel multiple that threads split its work on.
+struct Int8Kernel {
+  Int8PanelsKernel run = nullptr;
+  std::int64_t panel_multiple = 1;
+  /// Scratch bytes per call = scratch_panels · k_padded · 16 (decoded tiles; 0: none).
+  std::int64_t scratch_panels = 0;
+
+  std::int64_t scratch_bytes(const PackedView& w) const { return scratch_panels * w.k_padded * 16; }
 };
+
+// Names: weight_only_<activations>_<channels per block>__<variant>.
+/// Float activations. The reference: double-precision sums of x · s · (q − z), rounded once.
+void weight_only_f32_16c__reference(const GemmArgs& args, std::int64_t panel_begin,
+                                    std::int64_t panel_end);
+#if defined(LUCIDQ_X86_KERNELS)
+void weight_only_f32_16c__avx2(const GemmArgs& args, std::int64_t panel_begin,
+                               std::int64_t panel_end);  ///< AVX2 + FMA
+void weight_only_f32_16c__avx512(const GemmArgs& args, std::int64_t panel_begin,
+                                 std::int64_t panel_end);  ///< AVX-512 F + BW + VL
+#endif
 
 /// The reference int8-activation kernel: the exact semantics every fast variant reproduces.
 void weight_only_u8_16c__reference(const Int8Args& args, std::int64_t panel_begin,
                                    std::int64_t panel_end);
 #if defined(LUCIDQ_X86_KERNELS)
+/// Panels per tile of weight_only_u8_tiles_48c__avx512_vnni (threads split on multiples of it).
+inline constexpr std::int64_t u8_tiles_block_panels = 3;
 /// AVX-512 VNNI (vpdpbusd) variant for int8 codes and many rows (codes decoded once per
-/// 48-channel tile); callers check cpu_features().avx512vnni and pass 8-bit weights only.
+/// 48-channel tile into Int8Args::scratch: scratch_panels = u8_tiles_block_panels); 8-bit
+/// weights only.
 void weight_only_u8_tiles_48c__avx512_vnni(const Int8Args& args, std::int64_t panel_begin,
                                            std::int64_t panel_end);
 /// AVX2 variant for int4 and int8 codes (int4: vpmaddubsw, exact for 4-bit weights; int8:
-/// codes and activations widened to int16, vpmaddwd); callers check cpu_features().avx2.
+/// codes and activations widened to int16, vpmaddwd).
 void weight_only_u8_16c__avx2(const Int8Args& args, std::int64_t panel_begin,
                               std::int64_t panel_end);
 /// Panels per block of weight_only_u8_regs_64c__avx512_vnni (threads split the panels on multiples
@@ -105,17 +126,5 @@ inline constexpr std::int64_t u8_regs_block_panels = 4;
 void weight_only_u8_regs_64c__avx512_vnni(const Int8Args& args, std::int64_t panel_begin,
                                           std::int64_t panel_end);
 #endif
-
-/// The reference tier: double-precision sums of x · s · (q − z), rounded once.
-const KernelTable& reference_kernels();
-#if defined(LUCIDQ_X86_KERNELS)
-const KernelTable& avx2_kernels();    ///< AVX2 + FMA
-const KernelTable& avx512_kernels();  ///< AVX-512 F + BW + VL
-#endif
-
-/// The table for a tier (reference on non-x86 builds).
-const KernelTable& kernels_for(Isa isa);
-/// The table for active_isa(), looked up at each API entry (set_isa() may change it).
-const KernelTable& weight_only_kernels();
 
 }  // namespace lucid::quantization::weight_only

@@ -1,69 +1,40 @@
 // Weight-only GEMM driver: validation, activation staging (padding, bf16 widening, group sums),
 // threads.
 #include <algorithm>
-#include <cmath>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
-#include "core/kernel_args.hpp"
+#include "core/row_quantization.hpp"
+#include "core/widen.hpp"
 #include "kernels/dispatch.hpp"
 #include "kernels/parallel.hpp"
 #include "kernels/weight_only.hpp"
 #include "lucid/quantization/error.hpp"
-#include "lucid/quantization/qparams.hpp"
 #include "weight_only/layout.hpp"
 
 namespace lucid::quantization {
 namespace weight_only {
 
-const KernelTable& kernels_for(Isa isa) {
-#if defined(LUCIDQ_X86_KERNELS)
-  if (isa == Isa::avx512) return avx512_kernels();
-  if (isa == Isa::avx2) return avx2_kernels();
-#endif
-  (void)isa;
-  return reference_kernels();
-}
-
-const KernelTable& weight_only_kernels() {
-  return kernels_for(active_isa());
-}
-
 /// Rows up to which the VNNI int8-activation path decodes int8 codes in registers
 /// (weight_only_u8_regs_64c__avx512_vnni) rather than into tiles shared by all rows; int4 codes
-/// always take the in-register kernel. Measured (N = K = 4096, 1 thread, ms, in-register vs tiles,
-/// one process alternating the two): int8 per-channel symmetric M = 32 2.72 vs 3.38, M = 64 5.49
-/// vs 6.06, M = 128 10.57 vs 10.72, M = 256 21.3 vs 20.4; affine M = 64 5.80 vs 6.05, M = 128 11.40
-/// vs 10.82, M = 256 22.7 vs 20.6. (int4 g128 at M = 256: 24.1 vs 23.9 affine, 24.6 vs 24.7.)
+/// always take the in-register kernel. The crossover measured between 64 and 128 rows
+/// (docs/performance.md, "Weight-only kernels: measurement history").
 constexpr std::int64_t int8_gemv_max_rows = 64;
 
-/// An int8-activation kernel and the panel multiple that threads split its work on.
-struct Int8Choice {
-  Int8PanelsKernel kernel = &weight_only_u8_16c__reference;
-  std::int64_t panel_multiple = 1;
-};
-
-/// The int8-activation kernel for the active tier, M rows and the weight's code width: VNNI on
-/// AVX-512 CPUs with it; the AVX2 kernel (int4 and int8 codes) on the AVX2 tier and on AVX-512
-/// without VNNI; else the reference (the same bits, slowly).
-Int8Choice int8_kernel(std::int64_t m, int bits) {
-#if defined(LUCIDQ_X86_KERNELS)
-  if (active_isa() == Isa::avx512 && cpu_features().avx512vnni) {
-    if (bits == 4 || m <= int8_gemv_max_rows)
-      return {&weight_only_u8_regs_64c__avx512_vnni, u8_regs_block_panels};
-    return {&weight_only_u8_tiles_48c__avx512_vnni, 3};
-  }
-  if (active_isa() != Isa::reference) return {&weight_only_u8_16c__avx2, 1};
-#endif
-  (void)m;
-  (void)bits;
-  return {};
+/// The int8-activation kernel of the entry point's variant for M rows and the weight's code
+/// width: the few-rows kernel for int4 codes and for int8 codes up to int8_gemv_max_rows rows,
+/// else the many-rows one (the two are the same kernel outside avx512_vnni).
+Int8Kernel int8_kernel(const kernels::KernelTable& kt, std::int64_t m, int bits) {
+  return (bits == 4 || m <= int8_gemv_max_rows) ? kt.weight_only_u8_few_rows
+                                                : kt.weight_only_u8_many_rows;
 }
 
-/// Whether the int8-activation path has a fast kernel for this code width on the active tier.
-bool int8_kernel_is_fast(int bits) {
-  return int8_kernel(1, bits).kernel != &weight_only_u8_16c__reference;
+/// Whether the int8-activation path has a fast kernel for this code width in the variant.
+bool int8_kernel_is_fast(const kernels::KernelTable& kt, int bits) {
+  return int8_kernel(kt, 1, bits).run != &weight_only_u8_16c__reference;
 }
 
 }  // namespace weight_only
@@ -106,6 +77,21 @@ void interleave_int4_blocks(std::uint8_t* codes, std::int64_t length) {
   }
 }
 
+// This thread's 64-byte aligned scratch of at least `bytes`, kept between calls (a fresh large
+// allocation per call costs page faults on every call).
+std::uint8_t* thread_scratch(std::size_t bytes) {
+  struct Aligned {
+    void operator()(std::uint8_t* p) const { ::operator delete[](p, std::align_val_t{64}); }
+  };
+  thread_local std::unique_ptr<std::uint8_t[], Aligned> scratch;
+  thread_local std::size_t capacity = 0;
+  if (capacity < bytes) {
+    scratch.reset(static_cast<std::uint8_t*>(::operator new[](bytes, std::align_val_t{64})));
+    capacity = bytes;
+  }
+  return scratch.get();
+}
+
 // Rows of x quantized per row to uint8 and staged for the int8 kernels (kernels.hpp, Int8Args).
 struct StagedRows {
   std::vector<float> scales, zeros, group_sums;
@@ -119,53 +105,30 @@ struct StagedRows {
 // throws naming the first non-finite element otherwise.
 bool stage_rows(const float* xs, std::int64_t stride, std::int64_t m,
                 const weight_only::PackedView& v, bool fallback, StagedRows& out) {
-  const kernels::KernelTable& kt = kernels::active();
-  constexpr int f32 = static_cast<int>(kernels::FloatType::f32);
-  const auto rows = static_cast<std::size_t>(m);
-  std::vector<float> lows(rows), highs(rows);
-  std::vector<std::int64_t> nonfinite(rows, 0);
+  // Codes exactly as quantize() writes them (zero padding beyond K), then each int4 block of 8
+  // interleaved in place into the kernels' order.
+  out.stride = (v.k_padded + 63) / 64 * 64;
+  out.xq.assign(static_cast<std::size_t>(m * out.stride), 0);
+  const detail::RowQuantization rows{.x = xs,
+                                     .rows = m,
+                                     .k = v.k,
+                                     .x_stride = stride,
+                                     .scheme = QScheme::PER_TENSOR_AFFINE,
+                                     .qdtype = quint8,
+                                     .codes = out.xq.data(),
+                                     .code_stride = out.stride};
+  if (!detail::quantize_rows(kernels::active(), rows,
+                             {"weight_only_gemm: x", "int8_dynamic activations must be finite"},
+                             fallback, out.scales, out.zero_points))
+    return false;
+  out.zeros.assign(out.zero_points.begin(), out.zero_points.end());
+  out.group_sums.assign(v.symmetric ? 0 : static_cast<std::size_t>(m * v.groups), 0.0f);
+  out.code_sums.assign(static_cast<std::size_t>(m * v.groups), 0);
   const int pieces = kernels::threads_for(m * v.k);
   kernels::parallel_pieces(m, pieces, 1, [&](int, std::int64_t begin, std::int64_t end) {
     for (std::int64_t r = begin; r < end; ++r) {
       const auto ri = static_cast<std::size_t>(r);
-      lows[ri] = INFINITY;
-      highs[ri] = -INFINITY;
-      nonfinite[ri] = kt.minmax[f32](xs + r * stride, v.k, &lows[ri], &highs[ri]);
-    }
-  });
-  for (std::int64_t r = 0; r < m; ++r) {
-    if (nonfinite[static_cast<std::size_t>(r)] == 0) continue;
-    if (fallback) return false;
-    const float* row = xs + r * stride;
-    std::int64_t col = 0;
-    while (col + 1 < v.k && std::isfinite(row[col]))
-      ++col;
-    throw Error("weight_only_gemm: x[" + str(r) + ", " + str(col) +
-                "] = " + std::to_string(row[col]) + " (int8_dynamic activations must be finite)");
-  }
-  out.scales.resize(rows);
-  out.zeros.resize(rows);
-  out.zero_points.resize(rows);
-  for (std::size_t r = 0; r < rows; ++r) {
-    const QParams qp = calculate_qparams(lows[r], highs[r], QScheme::PER_TENSOR_AFFINE, quint8);
-    out.scales[r] = qp.scale[0];
-    out.zero_points[r] = qp.zero_point[0];
-    out.zeros[r] = static_cast<float>(qp.zero_point[0]);
-  }
-  // Codes exactly as quantize() writes them, then each int4 block of 8 interleaved in place into
-  // the kernels' order; zero padding beyond K.
-  out.stride = (v.k_padded + 63) / 64 * 64;
-  out.xq.assign(static_cast<std::size_t>(m * out.stride), 0);
-  out.group_sums.assign(v.symmetric ? 0 : static_cast<std::size_t>(m * v.groups), 0.0f);
-  out.code_sums.assign(static_cast<std::size_t>(m * v.groups), 0);
-  const kernels::Grid grid = detail::grid_of(quint8);
-  kernels::parallel_pieces(m, pieces, 1, [&](int, std::int64_t begin, std::int64_t end) {
-    for (std::int64_t r = begin; r < end; ++r) {
-      const auto ri = static_cast<std::size_t>(r);
       std::uint8_t* dst = out.xq.data() + r * out.stride;
-      kt.quantize[f32][static_cast<int>(kernels::CodeWidth::b8)](
-          xs + r * stride, v.k,
-          kernels::Affine{1.0f / out.scales[ri], out.scales[ri], out.zero_points[ri]}, grid, dst);
       for (std::int64_t j = 0; j < v.groups; ++j) {
         const std::int64_t k0 = j * v.group_length;
         const std::int64_t len = std::min(v.group_length, v.k - k0);
@@ -200,15 +163,19 @@ bool run_int8(const float* xs, std::int64_t stride, std::int64_t m,
   args.bias = bias;
   args.y = y;
   args.y_stride = y_row_stride;
-  const weight_only::Int8Choice choice = weight_only::int8_kernel(m, v.bits);
+  const weight_only::Int8Kernel choice = weight_only::int8_kernel(kernels::active(), m, v.bits);
   const std::int64_t work = v.n * v.k * std::max<std::int64_t>(1, m / 8);
   const int pieces = static_cast<int>(
       std::min<std::int64_t>(kernels::threads_for(work, min_weights_per_thread), v.panels));
   // Threads split the panels on multiples of the kernel's block width; each thread's kernel
   // walks all M rows over its panels.
+  const auto scratch_bytes = static_cast<std::size_t>(choice.scratch_bytes(v));
   kernels::parallel_pieces(
-      v.panels, pieces, choice.panel_multiple,
-      [&](int, std::int64_t begin, std::int64_t end) { choice.kernel(args, begin, end); });
+      v.panels, pieces, choice.panel_multiple, [&](int, std::int64_t begin, std::int64_t end) {
+        weight_only::Int8Args part = args;
+        part.scratch = scratch_bytes == 0 ? nullptr : thread_scratch(scratch_bytes);
+        choice.run(part, begin, end);
+      });
   return true;
 }
 
@@ -230,7 +197,7 @@ WeightOnlyActivations resolve_activations(const WeightOnlyOptions& options, std:
   if (options.activations != WeightOnlyActivations::automatic) return options.activations;
   const bool fits = w.layout().view.group_length <= int8_max_group;
   (void)m;  // deliberately not a function of M: rows are batch-invariant
-  return (fits && weight_only::int8_kernel_is_fast(w.layout().view.bits))
+  return (fits && weight_only::int8_kernel_is_fast(kernels::active(), w.layout().view.bits))
              ? WeightOnlyActivations::int8_dynamic
              : WeightOnlyActivations::float32;
 }
@@ -272,9 +239,8 @@ void weight_only_gemm(const void* x, ScalarType x_type, std::int64_t m, std::int
     } else {
       std::vector<float> wide(static_cast<std::size_t>(m * v.k));
       for (std::int64_t r = 0; r < m; ++r) {
-        const auto* src = static_cast<const std::uint16_t*>(x) + r * x_row_stride;
-        for (std::int64_t c = 0; c < v.k; ++c)
-          wide[static_cast<std::size_t>(r * v.k + c)] = bfloat16_to_float(src[c]);
+        detail::widen_to_float32(static_cast<const std::uint16_t*>(x) + r * x_row_stride, x_type,
+                                 v.k, wide.data() + r * v.k);
       }
       if (run_int8(wide.data(), v.k, m, v, bias, y, y_row_stride, fallback)) return;
     }
@@ -284,15 +250,9 @@ void weight_only_gemm(const void* x, ScalarType x_type, std::int64_t m, std::int
   const std::int64_t stride = (v.k_padded + 15) / 16 * 16;
   std::vector<float> xs(static_cast<std::size_t>(m * stride), 0.0f);
   for (std::int64_t r = 0; r < m; ++r) {
-    float* dst = xs.data() + r * stride;
-    if (x_type == ScalarType::float32) {
-      const float* src = static_cast<const float*>(x) + r * x_row_stride;
-      std::copy(src, src + v.k, dst);
-    } else {
-      const auto* src = static_cast<const std::uint16_t*>(x) + r * x_row_stride;
-      for (std::int64_t c = 0; c < v.k; ++c)
-        dst[c] = bfloat16_to_float(src[c]);
-    }
+    const std::int64_t width = x_type == ScalarType::float32 ? 4 : 2;
+    detail::widen_to_float32(static_cast<const unsigned char*>(x) + r * x_row_stride * width,
+                             x_type, v.k, xs.data() + r * stride);
   }
   std::vector<float> sums;
   if (!v.symmetric) {
@@ -319,7 +279,7 @@ void weight_only_gemm(const void* x, ScalarType x_type, std::int64_t m, std::int
   args.y = y;
   args.y_stride = y_row_stride;
 
-  const weight_only::PanelsKernel kernel = weight_only::weight_only_kernels().panels;
+  const weight_only::PanelsKernel kernel = kernels::active().weight_only_f32;
   const std::int64_t work = v.n * v.k * std::max<std::int64_t>(1, m / 8);
   const int pieces = static_cast<int>(
       std::min<std::int64_t>(kernels::threads_for(work, min_weights_per_thread), v.panels));

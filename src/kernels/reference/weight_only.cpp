@@ -9,9 +9,8 @@
 #include "kernels/weight_only.hpp"
 
 namespace lucid::quantization::weight_only {
-namespace {
-
-void panels_reference(const GemmArgs& a, std::int64_t panel_begin, std::int64_t panel_end) {
+void weight_only_f32_16c__reference(const GemmArgs& a, std::int64_t panel_begin,
+                                    std::int64_t panel_end) {
   const PackedView& v = a.w;
   for (std::int64_t panel = panel_begin; panel < panel_end; ++panel) {
     for (std::int64_t c = 0; c < panel_width; ++c) {
@@ -38,8 +37,6 @@ void panels_reference(const GemmArgs& a, std::int64_t panel_begin, std::int64_t 
     }
   }
 }
-
-}  // namespace
 
 // The int8-activation path (docs/numerics.md, "The int8-activation path"): exact integer
 // group sums, then float32 steps in this order, each one rounding (std::fma is fused).
@@ -75,11 +72,6 @@ void weight_only_u8_16c__reference(const Int8Args& a, std::int64_t panel_begin,
       }
     }
   }
-}
-
-const KernelTable& reference_kernels() {
-  static const KernelTable table{&panels_reference, "reference"};
-  return table;
 }
 
 }  // namespace lucid::quantization::weight_only
