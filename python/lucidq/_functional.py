@@ -147,6 +147,10 @@ def _qparams(scale, zero_point, qdtype, ch_axis, ndim, what):
 def grid_for_range(quant_min, quant_max):
     """The QDtype whose codes are exactly [quant_min, quant_max] (smallest storage that fits)."""
     quant_min, quant_max = int(quant_min), int(quant_max)
+    if quant_min >= quant_max:
+        raise ValueError(
+            f"quant_min = {quant_min}, quant_max = {quant_max} (expected quant_min < quant_max)"
+        )
     for is_signed, bits in ((False, 8), (True, 8), (True, 16), (False, 16), (True, 32)):
         full = _lucidq.QDtype.full_range(bits, is_signed)
         if full.quant_min <= quant_min and quant_max <= full.quant_max:
