@@ -24,6 +24,7 @@ from ._hooks import check_linear_input_hook, observe_output_hook
 from ._paths import record_paths
 from .convert import remove_observers, swap_modules
 from .mappings import observes_output, qat_mapping, static_mapping
+from .qconfig_mapping import QConfigMapping
 
 __all__ = ["prepare", "prepare_qat", "propagate_qconfig"]
 
@@ -67,8 +68,6 @@ def propagate_qconfig(model, qconfig_mapping=None, fn="prepare"):
         _inherit(model, None)
         return
     if not hasattr(qconfig_mapping, "qconfig_for"):
-        from .qconfig_mapping import QConfigMapping
-
         qconfig_mapping = QConfigMapping().set_global(qconfig_mapping)
     try:
         qconfig_mapping.check_module_names(model)
