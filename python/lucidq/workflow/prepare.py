@@ -15,6 +15,7 @@ overridden by a submodule's own attribute (torch's propagate_qconfig_).
 import copy
 import warnings
 
+import torch
 from torch import nn
 import torch.ao.nn.intrinsic as _torch_fused
 
@@ -103,7 +104,8 @@ def _add_observers_or_warn(model, mapping, units, example_inputs, fn):
             stacklevel=3,
         )
     if example_inputs is not None:
-        copy.deepcopy(model)(*example_inputs)
+        with torch.no_grad():
+            copy.deepcopy(model)(*example_inputs)
     return model
 
 
