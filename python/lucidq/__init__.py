@@ -4,6 +4,12 @@ The names are the C++ API's names (and the seed documents'): QScheme with its
 lowercase aliases, QDtype and the qint8 / quint8 / ... constants, QParams,
 calculate_qparams, quantize, dequantize, fake_quantize, pack_codes, error_metrics.
 `import lucid.quantization as Q` is the same module under the seed's name.
+quantize / dequantize / fake_quantize / calculate_qparams also take Lucid's
+loose spellings (`Q.quantize(x, 0.02, 3, Q.quint8)` -> codes; `scale, zp =
+Q.calculate_qparams(mn, mx, Q.per_tensor_affine, Q.quint8)`) and torch tensors
+(lucidq/_functional.py). The PyTorch model workflow (QConfig, prepare, convert,
+...) is lucidq.workflow, also reachable as lucidq.<name>; it imports torch on
+first use, so `import lucidq` does not need torch.
 
 Conventions of this module:
 - Inputs are NumPy arrays. float32 and float16 are used as they are; float64 is

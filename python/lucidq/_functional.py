@@ -147,6 +147,10 @@ def _qparams(scale, zero_point, qdtype, ch_axis, ndim, what):
 def grid_for_range(quant_min, quant_max):
     """The QDtype whose codes are exactly [quant_min, quant_max] (smallest storage that fits)."""
     quant_min, quant_max = int(quant_min), int(quant_max)
+    if quant_min >= quant_max:
+        raise ValueError(
+            f"quant_min = {quant_min}, quant_max = {quant_max} (expected quant_min < quant_max)"
+        )
     for is_signed, bits in ((False, 8), (True, 8), (True, 16), (False, 16), (True, 32)):
         full = _lucidq.QDtype.full_range(bits, is_signed)
         if full.quant_min <= quant_min and quant_max <= full.quant_max:
@@ -218,10 +222,15 @@ def fake_quantize(x, *args, **kwargs):
     """dequantize(quantize(x)) in one pass; see the module docstring for the two forms."""
     first = args[0] if args else None
     if _is_params_form(first, kwargs, ("qparams",)):
-        if is_torch_tensor(x):
-            qparams = kwargs.pop("qparams") if "qparams" in kwargs else args[0]
-            return _torch_fake_quantize(x, qparams)
-        return _NATIVE_FAKE_QUANTIZE(x, *args, **kwargs)
+        if not is_torch_tensor(x):
+            return _NATIVE_FAKE_QUANTIZE(x, *args, **kwargs)
+        return_mask = kwargs.get("return_mask", args[1] if len(args) > 1 else False)
+        if return_mask:  # (output, mask) as torch tensors
+            array, input_dtype = float_tensor_to_numpy(x, "fake_quantize")
+            result = _NATIVE_FAKE_QUANTIZE(array, *args, input_dtype=input_dtype, **kwargs)
+            return tuple(numpy_to_torch_like(part, x) for part in result)
+        qparams = kwargs["qparams"] if "qparams" in kwargs else args[0]
+        return _torch_fake_quantize(x, qparams)  # differentiable (straight-through)
     return _call_loose_form(
         "fake_quantize", _fake_quantize_range, _NATIVE_FAKE_QUANTIZE, x, args, kwargs
     )

@@ -176,6 +176,12 @@ class QuantizedLinear(_PackedInt8Linear):
         self._depth, self._rows = self._packed.columns, self._packed.rows
         self._gemm_args = (float(qin.scale[0]), int(qin.zero_point[0]), float(qout.scale[0]),
                            int(qout.zero_point[0]), output_qdtype)
+        # only the keywords that differ from the defaults (pybind11 parses each one by name)
+        self._gemm_keywords = {}
+        if self._bias is not None:
+            self._gemm_keywords["bias"] = self._bias
+        if self._relu:
+            self._gemm_keywords["relu"] = True
 
     @classmethod
     def from_float(
@@ -335,8 +341,7 @@ class QuantizedLinear(_PackedInt8Linear):
             codes.reshape(-1, self._depth),
             self._packed,
             *self._gemm_args,
-            bias=self._bias,
-            relu=self._relu,
+            **self._gemm_keywords,
         )
         return out.reshape(codes.shape[:-1] + (self._rows,))
 

@@ -293,3 +293,45 @@ def test_qat_with_learnable_fake_quantizers_converts(seed):
     x = torch.randn(16, 8, generator=generator)
     with torch.no_grad():
         assert float((quantized(x) - prepared(x)).abs().max()) <= 2.5 * quantized[3].scale
+
+
+def test_registered_mapping_plugs_in_a_new_module_family(seed):
+    """What the convolution issue does: register a float type and its quantized counterpart."""
+    from lucidq.workflow import mappings
+
+    class Scale(nn.Module):  # a float module type the tables do not know
+        def forward(self, x):
+            return 2 * x
+
+    class QuantizedScale(nn.Module):
+        OBSERVES_OUTPUT = True
+
+        def __init__(self, scale, zero_point):
+            super().__init__()
+            self.scale, self.zero_point = scale, zero_point
+
+        @classmethod
+        def from_float(cls, mod):
+            s, z = mod.activation_post_process.calculate_qparams()
+            return cls(float(s), int(z))
+
+        def forward(self, q):
+            doubled = np.clip(2.0 * q.dequantize().numpy() / self.scale + self.zero_point, 0, 255)
+            return W.QTensor(np.rint(doubled).astype(np.uint8), self.scale, self.zero_point,
+                             Q.quint8)
+
+    before = mappings.static_mapping()
+    mappings.register_static(Scale, QuantizedScale)
+    try:
+        model = nn.Sequential(W.QuantStub(), Scale(), W.DeQuantStub()).eval()
+        prepared = W.prepare(model, LW.get_default_qconfig())
+        assert hasattr(prepared[1], "activation_post_process")
+        with torch.no_grad():
+            prepared(torch.rand(16, 4, generator=torch.Generator().manual_seed(seed)))
+        converted = W.convert(prepared)
+        assert isinstance(converted[1], QuantizedScale)
+        x = torch.rand(3, 4)
+        assert float((converted(x) - 2 * x).abs().max()) < 0.02
+    finally:
+        mappings._STATIC.clear()
+        mappings._STATIC.update(before)

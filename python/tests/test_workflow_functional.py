@@ -97,7 +97,7 @@ def test_fake_quantize_narrow_range():
     (lambda x: Q.quantize(x, [0.1, 0.2, 0.3], 0, Q.qint8, ch_axis=3), "ch_axis = 3"),
     (lambda x: Q.dequantize(x, 0.1, 0), "expected integer codes"),
     (lambda x: Q.dequantize(np.array([1, 2], np.uint8), -0.1, 0), "scale"),
-    (lambda x: Q.fake_quantize(x, 0.1, 0, 5, 1), "quant_min"),
+    (lambda x: Q.fake_quantize(x, 0.1, 0, 5, 1), r"quant_min = 5, quant_max = 1 \(expected"),
 ])
 def test_clear_errors(call, pattern):
     x = np.ones((3, 2), np.float32)
@@ -157,3 +157,16 @@ def test_torch_non_float_input_is_refused():
         Q.quantize(torch.arange(4), 0.1, 0, Q.qint8)
     with pytest.raises(ValueError, match="expected integer codes"):
         Q.dequantize(torch.ones(3), 0.1, 0)
+
+
+@needs_torch
+def test_torch_fake_quantize_qparams_form(rng):
+    x = torch.from_numpy(rng.normal(size=(4, 3)).astype(np.float32)).requires_grad_()
+    qp = Q.QParams.per_tensor(0.02, 3, Q.quint8)
+    y = Q.fake_quantize(x, qp)
+    assert isinstance(y, torch.Tensor)
+    np.testing.assert_array_equal(y.detach().numpy(), Q.fake_quantize(x.detach().numpy(), qp))
+    out, mask = Q.fake_quantize(x, qparams=qp, return_mask=True)
+    assert torch.equal(out, y.detach()) and mask.dtype == torch.bool
+    y.sum().backward()
+    assert torch.equal(x.grad, mask.float())

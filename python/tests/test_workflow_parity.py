@@ -128,13 +128,14 @@ def test_weight_codes_and_layer_outputs_match_torch(seed, preset, qnnpack):
 
 
 def test_torch_observers_work_in_lucidq_prepare(seed, qnnpack):
-    """torch's own QConfig objects drive lucidq's prepare / convert (the adapter path)."""
+    """torch's own QConfig objects and fused modules (nni.LinearReLU from torch's
+    fuse_modules) drive lucidq's prepare / convert (the adapter path)."""
     torch.manual_seed(seed)
     ours = MLP(W.QuantStub, W.DeQuantStub).eval()
     theirs = MLP(tq.QuantStub, tq.DeQuantStub).eval()
     theirs.load_state_dict(ours.state_dict())
     ours.qconfig = theirs.qconfig = tq.get_default_qconfig("qnnpack")
-    ours = W.prepare(W.fuse_modules(ours, FUSE))
+    ours = W.prepare(tq.fuse_modules(ours, FUSE))
     theirs = tq.prepare(tq.fuse_modules(theirs, FUSE))
     x = torch.randn(128, 64, generator=torch.Generator().manual_seed(seed))
     with torch.no_grad():
@@ -142,6 +143,8 @@ def test_torch_observers_work_in_lucidq_prepare(seed, qnnpack):
         theirs(x)
         ours, theirs = W.convert(ours), tq.convert(theirs)
         y, ty = ours(x), theirs(x)
+    assert type(ours.fc1).__name__ == "LinearReLU" and type(ours.fc1).__module__.startswith(
+        "lucidq.workflow.quantized")
     step = theirs.fc3.scale
     print(f"largest output difference {float((y - ty).abs().max()) / step:.2f} output steps")
     assert float((y - ty).abs().max()) <= 1.5 * step + 1e-7

@@ -15,6 +15,7 @@ overridden by a submodule's own attribute (torch's propagate_qconfig_).
 import copy
 import warnings
 
+import torch
 from torch import nn
 import torch.ao.nn.intrinsic as _torch_fused
 
@@ -24,6 +25,7 @@ from ._hooks import check_linear_input_hook, observe_output_hook
 from ._paths import record_paths
 from .convert import remove_observers, swap_modules
 from .mappings import observes_output, qat_mapping, static_mapping
+from .qconfig_mapping import QConfigMapping
 
 __all__ = ["prepare", "prepare_qat", "propagate_qconfig"]
 
@@ -67,8 +69,6 @@ def propagate_qconfig(model, qconfig_mapping=None, fn="prepare"):
         _inherit(model, None)
         return
     if not hasattr(qconfig_mapping, "qconfig_for"):
-        from .qconfig_mapping import QConfigMapping
-
         qconfig_mapping = QConfigMapping().set_global(qconfig_mapping)
     try:
         qconfig_mapping.check_module_names(model)
@@ -104,7 +104,8 @@ def _add_observers_or_warn(model, mapping, units, example_inputs, fn):
             stacklevel=3,
         )
     if example_inputs is not None:
-        copy.deepcopy(model)(*example_inputs)
+        with torch.no_grad():
+            copy.deepcopy(model)(*example_inputs)
     return model
 
 

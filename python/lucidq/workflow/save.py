@@ -206,10 +206,10 @@ def load_quantized(path, model):
             raise _lucidq.Error(f"load_quantized: {file} has module {name!r}, which the model "
                                 f"({type(model).__name__}) does not have")
     for name, entry in described.items():
-        new = _rebuild(name, entry, file, tensors)
         if name == "":
             raise _lucidq.Error(f"load_quantized: {file}: the whole model is one module "
                                 "(expected a model with submodules)")
+        new = _rebuild(name, entry, file, tensors)
         parent, _, leaf = name.rpartition(".")
         setattr(modules[parent] if parent else model, leaf, new)
     state = dict(model.named_parameters())
