@@ -12,11 +12,14 @@ build_packages=(
 test_packages=(
   libgtest-dev libgmock-dev
   python3-pytest python3-torch
+  python3-sklearn libopenblas0  # the workflow tests train on sklearn's digits; torch trains at speed with OpenBLAS
   clang libclang-rt-14-dev
+  python3-pip python3-setuptools python3-wheel mypy  # pip install ./python; the type-stub checks
 )
 # -DLUCIDQ_BUILD_BENCH=ON: Google Benchmark, and the baselines bench_gemm times when present.
 bench_packages=(
   libbenchmark-dev libdnnl-dev libopenblas-dev
+  ocl-icd-opencl-dev  # Debian's dnnl-config.cmake requires OpenCL (only Recommended by libdnnl-dev)
 )
 
 want=("${build_packages[@]}")
