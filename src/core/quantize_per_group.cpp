@@ -158,8 +158,10 @@ QuantizedTensor quantize_per_group(const TensorView& x, QDtype qdtype, QScheme q
   qparams.group_size = group_size;
   qparams.scale.assign(static_cast<std::size_t>(layout.slots()), 1.0f);
   qparams.zero_point.assign(static_cast<std::size_t>(layout.slots()), 0);
+  // Every byte is written below (packed storage byte-aligned per piece, the last byte's unused
+  // bits zeroed by the pack kernel): a reused mapping, no fresh page faults (tensor.hpp).
   ByteBuffer storage =
-      ByteBuffer::zeroed(static_cast<std::size_t>(qdtype.storage_bytes(x.numel())));
+      ByteBuffer::uninitialized(static_cast<std::size_t>(qdtype.storage_bytes(x.numel())));
 
   const FusedJob job{kernels::active(),
                      static_cast<const unsigned char*>(x.data),
