@@ -15,7 +15,7 @@
 #include <cstring>
 #include <utility>
 
-#include "gemm/gemm_kernels.hpp"
+#include "kernels/gemm_int8.hpp"
 
 namespace lucid::quantization::kernels {
 namespace {
@@ -290,7 +290,7 @@ void gemm_direct(const igemm::GemmBlock& b) {
 
 }  // namespace
 
-void gemm_avx2(const igemm::GemmBlock& b) {
+void gemm_u8s8_i32_16c4__avx2(const igemm::GemmBlock& b) {
   if (b.rows >= min_widened_rows) {
     gemm_widened(b);
   } else if (b.rows > 0) {
