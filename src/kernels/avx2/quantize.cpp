@@ -42,24 +42,16 @@ inline __m256i wide_codes(__m256 x, const Lanes& p, Grid grid) {
   return _mm256_blendv_epi8(codes, p.zero, nan);
 }
 
-// 8-bit codes 32 at a time: the low byte of every lane (as store8 keeps it; a NaN lane's low
-// byte is its zero point), by unsigned saturating packs of lanes masked to 0..255, and one
-// dword permute to undo the interleaving of the in-lane packs. Returns the elements done.
+// 8-bit codes 32 at a time: the low byte of every lane, as store8 keeps it (a NaN lane's low
+// byte is its zero point). Returns the elements done.
 template <FloatType T, class Params>
 std::int64_t quantize_bytes32(const void* x, std::int64_t n, const Params& params,
                               std::int8_t* codes) {
-  const __m256i low_byte = _mm256_set1_epi32(0xff);
-  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-  const auto code = [&](std::int64_t k) {
-    return _mm256_and_si256(narrow_codes(load8<T>(x, k), params.at(k)), low_byte);
-  };
+  const auto code = [&](std::int64_t k) { return narrow_codes(load8<T>(x, k), params.at(k)); };
   std::int64_t k = 0;
   for (; k + 4 * lanes <= n; k += 4 * lanes) {
-    // Per 128-bit lane: the low halves of codes k, k + 8, k + 16, k + 24, then their high halves.
-    const __m256i words01 = _mm256_packus_epi32(code(k), code(k + lanes));
-    const __m256i words23 = _mm256_packus_epi32(code(k + 2 * lanes), code(k + 3 * lanes));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + k),
-                        _mm256_permutevar8x32_epi32(_mm256_packus_epi16(words01, words23), order));
+    store32_low_bytes(codes + k, code(k), code(k + lanes), code(k + 2 * lanes),
+                      code(k + 3 * lanes));
   }
   return k;
 }
