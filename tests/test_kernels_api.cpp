@@ -228,20 +228,23 @@ TEST(QuantizeInto, MatchesTheAllocatingFormsAndChecksSizes) {
 TEST(QuantizePerGroup, EqualsChooseQparamsThenQuantizeOnLargeInputs) {
   std::mt19937_64 rng(Q::testing::test_seed());
   RuntimeGuard guard;
-  const Q::Tensor x = make_input({257, 129}, Q::ScalarType::bfloat16, rng);
-  for (const int threads : {1, 2}) {
-    Q::set_num_threads(threads);
-    for (const auto& [axis, group] : {std::pair{1, 32}, std::pair{-1, 7}, std::pair{0, 5}}) {
-      for (const Q::QDtype& dtype : {Q::qint4, Q::quint2, Q::qint8}) {
-        const Q::QuantizedTensor fused =
-            Q::quantize_per_group(x, dtype, Q::per_channel_affine, axis, group);
-        const Q::QuantizedTensor two_step =
-            Q::quantize(x, Q::choose_qparams(x, Q::per_channel_affine, dtype, axis, group));
-        EXPECT_EQ(fused.qparams().scale, two_step.qparams().scale);
-        EXPECT_EQ(fused.qparams().zero_point, two_step.qparams().zero_point);
-        EXPECT_EQ(fused.qparams().ch_axis, axis);
-        EXPECT_EQ(fused.int_repr(), two_step.int_repr())
-            << dtype.name() << " axis " << axis << " group " << group;
+  for (const Q::ScalarType type : {Q::ScalarType::bfloat16, Q::ScalarType::float32}) {
+    const Q::Tensor x = make_input({257, 129}, type, rng);
+    for (const int threads : {1, 2}) {
+      Q::set_num_threads(threads);
+      for (const auto& [axis, group] : {std::pair{1, 32}, std::pair{-1, 7}, std::pair{0, 5}}) {
+        for (const Q::QDtype& dtype : {Q::qint4, Q::quint2, Q::qint8}) {
+          const Q::QuantizedTensor fused =
+              Q::quantize_per_group(x, dtype, Q::per_channel_affine, axis, group);
+          const Q::QuantizedTensor two_step =
+              Q::quantize(x, Q::choose_qparams(x, Q::per_channel_affine, dtype, axis, group));
+          EXPECT_EQ(fused.qparams().scale, two_step.qparams().scale);
+          EXPECT_EQ(fused.qparams().zero_point, two_step.qparams().zero_point);
+          EXPECT_EQ(fused.qparams().ch_axis, axis);
+          EXPECT_EQ(fused.int_repr(), two_step.int_repr())
+              << dtype.name() << " axis " << axis << " group " << group << " input "
+              << Q::to_string(type);
+        }
       }
     }
   }

@@ -139,7 +139,7 @@ struct FusedJob {
   // than in the arithmetic).
   static constexpr std::int64_t run_groups = 128;
   struct Run {
-    std::int64_t unit = 0, count = 0, begin = 0;  // first unit, units, first element
+    std::int64_t begin = 0;  // the first group's first element
     float mins[run_groups], maxs[run_groups], scales[run_groups], inverse[run_groups];
     std::int32_t zero_points[run_groups];
   };
@@ -157,8 +157,6 @@ struct FusedJob {
 
   // Ranges, qparams (into *result) and reciprocals of `count` whole groups from unit u.
   void choose_run(std::int64_t u, std::int64_t count, Run& run) const {
-    run.unit = u;
-    run.count = count;
     run.begin = unit_at(layout, u).begin;
     k.minmax_groups[t](at(run.begin), count, layout.group_size, run.mins, run.maxs);
     for (std::int64_t i = 0; i < count; ++i) {
@@ -181,20 +179,18 @@ struct FusedJob {
       const std::int64_t g = (begin - run.begin) / size;
       const std::int64_t group_begin = run.begin + g * size;
       const std::int64_t whole = begin == group_begin ? (end - begin) / size : 0;
+      const std::int64_t stop =
+          whole > 0 ? begin + whole * size : std::min(end, group_begin + size);
       if (whole > 0) {
         k.quantize_groups[t](at(begin), whole, size, run.inverse + g, run.scales + g,
                              run.zero_points + g, grid, dst);
       } else {
-        const std::int64_t stop = std::min(end, group_begin + size);
         const kernels::Affine p{run.inverse[g], run.scales[g], run.zero_points[g]};
         k.quantize[t][static_cast<int>(kernels::CodeWidth::b8)](at(begin), stop - begin, p, grid,
                                                                 dst);
-        dst += stop - begin;
-        begin = stop;
-        continue;
       }
-      dst += whole * size;
-      begin += whole * size;
+      dst += stop - begin;
+      begin = stop;
     }
   }
 };
