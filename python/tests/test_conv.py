@@ -249,17 +249,47 @@ def test_lucidq_quantize_conv_weight_per_output_channel(tmp_path, rng):
     np.testing.assert_array_equal(q.int_repr().reshape(16, -1), Q.quantize(flat, qparams).int_repr())
 
 
-def test_save_quantized_refuses_conv_modules(tmp_path):
-    _torch()
-    from lucidq.workflow import quantized as LWQ
+def test_save_and_load_quantized_round_trip(tmp_path, seed):
+    """A converted CNN (ConvReLU2d, grouped Conv2d, Conv1d, MaxPool2d, EmbeddingBag) saved with
+    save_quantized and loaded into the fused float model computes the same bytes."""
+    torch = _torch()
+    import lucidq.workflow as LW
     import lucidq.workflow.quantize as W
     from torch import nn
 
-    packed = Q.PackedConvWeights.quantize(np.ones((2, 1, 3, 3), np.float32))
-    model = nn.Sequential(LWQ.Conv2d(packed, None, (1, 1), (1, 1), (1, 1), 0.1, 0))
-    with pytest.raises(ValueError, match="module '0' is a quantized Conv2d, which save_quantized"):
-        W.save_quantized(model, tmp_path / "m.safetensors")
-    assert not (tmp_path / "m.safetensors").exists()
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.quant = W.QuantStub()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            self.relu = nn.ReLU()
+            self.pool = nn.MaxPool2d(2)
+            self.grouped = nn.Conv2d(8, 8, 3, stride=2, padding="valid", groups=2)
+            self.line = nn.Conv1d(8, 4, 1)
+            self.dequant = W.DeQuantStub()
+            self.bag = nn.EmbeddingBag(10, 4, mode="max")
+
+        def forward(self, x, indices):
+            y = self.grouped(self.pool(self.relu(self.conv(self.quant(x)))))
+            y = self.line(y.reshape(y.shape[0], 8, -1))
+            return self.dequant(y), self.bag(indices.reshape(-1, 2))
+
+    torch.manual_seed(seed)
+    model = W.fuse_modules(Net().eval(), [["conv", "relu"]])
+    model.qconfig = LW.get_default_qconfig()
+    model.bag.qconfig = torch.ao.quantization.float_qparams_weight_only_qconfig_4bit
+    prepared = W.prepare(model)
+    x, indices = torch.rand(2, 3, 12, 12), torch.tensor([1, 2, 3, 9])
+    with torch.no_grad():
+        prepared(x, indices)
+    quantized = W.convert(prepared)
+    path = tmp_path / "cnn.safetensors"
+    W.save_quantized(quantized, path)
+    fresh = W.fuse_modules(Net().eval(), [["conv", "relu"]])
+    loaded = W.load_quantized(path, fresh)
+    for ours, theirs in zip(quantized(x, indices), loaded(x, indices)):
+        assert torch.equal(ours, theirs)
+    assert loaded.grouped.packed_weight.groups == 2 and loaded.bag.table.bits == 4
 
 
 def _python_block(path, header):
