@@ -115,7 +115,8 @@ std::vector<float> bias_of(py::handle bias, const Q::PackedConvWeights& w) {
   return b;
 }
 
-py::array_t<std::int8_t> weight_codes(py::handle w) {
+// The 4-D weight as given (any dtype: pack() checks its values, quantize() converts to float32).
+py::array weight_array(py::handle w) {
   py::array array = py::module_::import("numpy").attr("asarray")(w);
   if (array.ndim() != 4)
     fail("PackedConvWeights: w has shape " + text_of(shape_tuple(shape_of(array))) +
@@ -139,11 +140,17 @@ channel. One scale per output channel (or one per tensor).
   cls.def_static(
       "pack",
       [](py::handle w, py::handle scales, std::int64_t groups) {
-        py::array codes = weight_codes(w);
-        const py::object lo = codes.attr("min")(), hi = codes.attr("max")();
-        if (lo < py::int_(-128) || hi > py::int_(127))
-          fail("PackedConvWeights.pack: w holds values from " + text_of(lo) + " to " + text_of(hi) +
+        py::array codes = weight_array(w);
+        const char kind = codes.dtype().kind();
+        if (kind != 'i' && kind != 'u')
+          fail("PackedConvWeights.pack: w has dtype " + text_of(codes.dtype()) +
                " (expected int8 codes)");
+        if (codes.size() > 0) {
+          const py::object lo = codes.attr("min")(), hi = codes.attr("max")();
+          if (lo < py::int_(-128) || hi > py::int_(127))
+            fail("PackedConvWeights.pack: w holds values from " + text_of(lo) + " to " +
+                 text_of(hi) + " (expected int8 codes)");
+        }
         codes = contiguous(codes, "int8");
         const std::vector<float> s = float_vector(scales, "PackedConvWeights.pack: scales");
         return Q::PackedConvWeights::pack(static_cast<const std::int8_t*>(codes.data()),
@@ -155,7 +162,7 @@ channel. One scale per output channel (or one per tensor).
   cls.def_static(
       "quantize",
       [](py::handle w, std::int64_t groups, bool per_channel, const Q::QDtype& qdtype) {
-        py::array array = contiguous(weight_codes(w), "float32");
+        py::array array = contiguous(weight_array(w), "float32");
         return Q::PackedConvWeights::quantize(static_cast<const float*>(array.data()),
                                               array.shape(0), array.shape(1), array.shape(2),
                                               array.shape(3), groups, per_channel, qdtype);

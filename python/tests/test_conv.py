@@ -309,3 +309,23 @@ def test_workflow_doc_example_runs():
     _torch()
     code = _python_block(REPO / "docs" / "workflow.md", "## Convolutions, pooling and embeddings")
     exec(compile(code, "workflow.md", "exec"), {})
+
+
+def test_packed_weights_quantize_and_pack_check_values():
+    w = np.array([0.5, -0.25, 1.0, 0.125], np.float32).reshape(4, 1, 1, 1)
+    packed = Q.PackedConvWeights.quantize(w)
+    np.testing.assert_allclose(packed.scales, np.abs(w.ravel()) / 127.5, rtol=1e-6)
+    flat = w.reshape(4, 1)
+    qparams = Q.calculate_qparams(np.minimum(flat.min(axis=1), 0), np.maximum(flat.max(axis=1), 0),
+                                  Q.per_channel_symmetric, Q.qint8)
+    np.testing.assert_array_equal(packed.unpack().reshape(4, 1),
+                                  Q.quantize(flat, qparams).int_repr())
+    per_tensor = Q.PackedConvWeights.quantize(w, per_channel=False)
+    assert not per_tensor.per_channel
+    np.testing.assert_array_equal(per_tensor.unpack().ravel(), [64, -32, 127, 16])
+    with pytest.raises(ValueError, match="holds values from 300 to 300"):
+        Q.PackedConvWeights.pack(np.full((1, 1, 1, 1), 300), [0.1])
+    with pytest.raises(ValueError, match="w has dtype float32 \\(expected int8 codes\\)"):
+        Q.PackedConvWeights.pack(w, [0.1])
+    with pytest.raises(ValueError, match=r"w has shape \(4, 1, 1\)"):
+        Q.PackedConvWeights.quantize(w[..., 0])
