@@ -5,6 +5,7 @@
 #include "lucid/quantization/checkpoint_report.hpp"
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/gemm.hpp"
+#include "lucid/quantization/ggml_quants.hpp"
 #include "lucid/quantization/ggml_type.hpp"
 #include "lucid/quantization/metrics.hpp"
 #include "lucid/quantization/observer.hpp"

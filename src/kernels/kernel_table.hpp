@@ -8,6 +8,7 @@
 
 #include <cstdint>
 
+#include "kernels/ggml_blocks.hpp"
 #include "lucid/quantization/runtime.hpp"
 
 namespace lucid::quantization::kernels {
@@ -98,6 +99,9 @@ struct KernelTable {
   AbsMaxVecFn abs_max_vec[float_type_count];
   RequantizeFn requantize;
   RequantizeVecFn requantize_vec;
+  // ggml block types, indexed by GgmlKernel (kernels/ggml_blocks.hpp).
+  GgmlQuantizeRowFn ggml_quantize[ggml_kernel_count];
+  GgmlDequantizeFn ggml_dequantize[ggml_kernel_count];
 };
 
 /// The tables each tier defines (src/kernels/<tier>/table.cpp). The avx2 and

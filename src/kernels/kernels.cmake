@@ -9,6 +9,11 @@ target_sources(lucidq PRIVATE
   kernels/reference/range.cpp
   kernels/reference/requantize.cpp
   kernels/reference/table.cpp
+  kernels/reference/ggml_search.cpp
+  kernels/reference/ggml_legacy.cpp
+  kernels/reference/ggml_kquants.cpp
+  kernels/reference/ggml_iq4_nl.cpp
+  kernels/reference/ggml_table.cpp
 )
 
 # Bit-exactness needs x * inv_scale rounded on its own: no FMA contraction anywhere.
