@@ -27,8 +27,8 @@ void accumulate_errors__avx512(const float* x, const float* x_hat, std::int64_t 
 /// The loop the tier files compile. `static`: every file keeps its own copy, so the linker
 /// can never hand one tier's instructions to another (as it could with an inline function).
 /// No standard-library calls, for the same reason.
-static void accumulate_errors_loop(const float* x, const float* x_hat, std::int64_t n,
-                                   ErrorSums& sums) {
+[[maybe_unused]] static void accumulate_errors_loop(const float* x, const float* x_hat,
+                                                    std::int64_t n, ErrorSums& sums) {
   double sq_error = 0, sq_signal = 0, sq_reconstruction = 0, dot = 0, max_error = 0;
 #pragma omp simd reduction(+ : sq_error, sq_signal, sq_reconstruction, dot) reduction(max : max_error)
   for (std::int64_t k = 0; k < n; ++k) {
