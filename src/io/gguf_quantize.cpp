@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstring>
 #include <exception>
-#include <fstream>
 #include <map>
 #include <mutex>
 
@@ -64,13 +63,6 @@ bool is_float(GgmlType type) {
          type == GgmlType::F64;
 }
 
-bool starts_with_gguf_magic(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  char magic[4] = {};
-  in.read(magic, 4);
-  return in.gcount() == 4 && std::memcmp(magic, "GGUF", 4) == 0;
-}
-
 struct InputTensor {
   std::string name;
   std::vector<std::int64_t> ne;
@@ -82,7 +74,7 @@ struct InputTensor {
 class Input {
  public:
   explicit Input(const std::filesystem::path& path) : name_(path.string()) {
-    if (starts_with_gguf_magic(path)) {
+    if (is_gguf_path(path)) {
       gguf_.emplace(GgufFile::open(path));
       for (const GgufTensorInfo& t : gguf_->tensors())
         tensors_.push_back({t.name, t.ne, t.type, gguf_->bytes(t)});

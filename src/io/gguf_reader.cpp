@@ -1,6 +1,8 @@
 // Reading GGUF: header parsing and validation (ggml's rules and more), memory-mapped files.
 #include <bit>
+#include <cctype>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <set>
 
@@ -353,6 +355,17 @@ GgufHeader parse_gguf_header(std::span<const std::byte> file_bytes, std::string_
                     u64(header.alignment) + "): the file is truncated");
   }
   return header;
+}
+
+bool is_gguf_path(const std::filesystem::path& path) {
+  std::string extension = path.extension().string();
+  for (char& c : extension)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (extension == ".gguf") return true;
+  std::ifstream in(path, std::ios::binary);
+  char magic[4] = {};
+  in.read(magic, 4);
+  return in.gcount() == 4 && std::memcmp(magic, "GGUF", 4) == 0;
 }
 
 // --- GgufFile ------------------------------------------------------------------------------

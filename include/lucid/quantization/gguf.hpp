@@ -224,6 +224,10 @@ class GgufFile {
   std::size_t map_size_ = 0;
 };
 
+/// True when `path` names a GGUF file: it starts with the GGUF magic, or (so that a damaged
+/// file gets GGUF's error messages) its extension is ".gguf" in any case.
+bool is_gguf_path(const std::filesystem::path& path);
+
 /// The name, stored dimensions (innermost first) and type of a tensor to write.
 struct GgufTensorSpec {
   std::string name;
