@@ -12,6 +12,7 @@ target_sources(lucidq PRIVATE
   kernels/reference/ggml_search.cpp
   kernels/reference/ggml_legacy.cpp
   kernels/reference/ggml_kquants.cpp
+  kernels/reference/ggml_kquant_finish.cpp
   kernels/reference/ggml_iq4_nl.cpp
   kernels/reference/ggml_table.cpp
 )
