@@ -46,4 +46,12 @@ void finish_q5_k(const float* x, const float* scales, const float* mins, const f
 /// Q6_K: 16 signed sub-block scales; L the search's codes (stored l + 32), overwritten.
 void finish_q6_k(const float* x, const float* scales, std::int8_t* L, BlockQ6_K& y);
 
+/// The legacy imatrix blocks from their search: the float scale d (and the offset the_min the
+/// search returns, stored as m = fp16(-the_min)) and 32 codes (0..15 or 0..31), as ggml stores them
+/// (src/kernels/reference/ggml_legacy.cpp).
+void finish_q4_0(float d, const std::uint8_t* codes, BlockQ4_0& y);
+void finish_q5_0(float d, const std::uint8_t* codes, BlockQ5_0& y);
+void finish_q4_1(float d, float the_min, const std::uint8_t* codes, BlockQ4_1& y);
+void finish_q5_1(float d, float the_min, const std::uint8_t* codes, BlockQ5_1& y);
+
 }  // namespace lucid::quantization::kernels

@@ -27,10 +27,11 @@ endif()
 
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
   set(lucidq_avx2_kernels
-    kernels/avx2/quantize.cpp kernels/avx2/pack.cpp kernels/avx2/range.cpp kernels/avx2/requantize.cpp)
+    kernels/avx2/quantize.cpp kernels/avx2/pack.cpp kernels/avx2/range.cpp kernels/avx2/requantize.cpp
+    kernels/avx2/ggml.cpp)
   set(lucidq_avx512_kernels
     kernels/avx512/quantize.cpp kernels/avx512/pack.cpp kernels/avx512/range.cpp
-    kernels/avx512/requantize.cpp)
+    kernels/avx512/requantize.cpp kernels/avx512/ggml.cpp)
   target_sources(lucidq PRIVATE ${lucidq_avx2_kernels} ${lucidq_avx512_kernels}
     kernels/avx2/table.cpp kernels/avx512/table.cpp)
   # Only these files see the ISA flags; the tables that copy the reference table do not.

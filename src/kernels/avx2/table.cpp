@@ -11,6 +11,7 @@ const KernelTable& avx2_table() {
     avx2::fill_pack_kernels(t);
     avx2::fill_range_kernels(t);
     avx2::fill_requantize_kernels(t);
+    avx2::fill_ggml_kernels(t);
     return t;
   }();
   return table;

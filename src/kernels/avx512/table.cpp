@@ -11,6 +11,7 @@ const KernelTable& avx512_table() {
     avx512::fill_pack_kernels(t);
     avx512::fill_range_kernels(t);
     avx512::fill_requantize_kernels(t);
+    avx512::fill_ggml_kernels(t);
     return t;
   }();
   return table;

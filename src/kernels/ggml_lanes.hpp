@@ -1,0 +1,276 @@
+// Internal: ggml's scale searches run on W sub-blocks at once, one sub-block per lane, so the
+// compiler vectorises across lanes while every lane does exactly the scalar float32 operations
+// of src/kernels/reference/ggml_search.cpp in the same order (same bits: no reassociation, no FMA).
+//
+// Included only by the ISA tier files (kernels/avx2, kernels/avx512), each with its own flags.
+// Everything here has internal linkage so each tier keeps its own instruction set.
+// Data layout: x[i][k] is value i of the sub-block in lane k.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+namespace lucid::quantization::kernels {
+namespace {  // NOLINT(google-build-namespaces): one copy per tier, see above
+
+// ggml's nearest_int (magic-number rounding, ties to even), lane-local copy.
+inline std::int32_t lane_nearest_int(float f) {
+  const float shifted = f + 12582912.0f;
+  std::int32_t bits;
+  std::memcpy(&bits, &shifted, sizeof bits);
+  return (bits & 0x007fffff) - 0x00400000;
+}
+
+inline std::int32_t lane_clamp(std::int32_t l, std::int32_t lo, std::int32_t hi) {
+  return l < lo ? lo : (l > hi ? hi : l);
+}
+
+constexpr float lane_group_max_eps = 1e-15f;
+
+/// make_qkx2_quants (DefaultDegenerate = false: max == min) / make_qkx3_quants (max <= min) on
+/// W lanes of N values with weights w (always given here). L receives codes 0..nmax.
+template <int W, int N>
+void lanes_qkx(const float (&x)[N][W], const float (&w)[N][W], int nmax, float rmin, float rdelta,
+               int nstep, bool use_mad, bool qkx3, std::int32_t (&L)[N][W], float (&scale_out)[W],
+               float (&the_min)[W]) {
+  float min[W], max[W], sum_w[W], sum_x[W];
+  for (int k = 0; k < W; ++k) {
+    min[k] = x[0][k];
+    max[k] = x[0][k];
+    sum_w[k] = w[0][k];
+    sum_x[k] = sum_w[k] * x[0][k];
+  }
+  for (int i = 1; i < N; ++i) {
+    for (int k = 0; k < W; ++k) {
+      min[k] = x[i][k] < min[k] ? x[i][k] : min[k];
+      max[k] = x[i][k] > max[k] ? x[i][k] : max[k];
+      sum_w[k] += w[i][k];
+      sum_x[k] += w[i][k] * x[i][k];
+    }
+  }
+  const float fnmax = static_cast<float>(nmax);
+  float min0[W], iscale[W], scale[W], best[W];
+  for (int k = 0; k < W; ++k) {
+    min[k] = min[k] > 0 ? 0.0f : min[k];
+    min0[k] = min[k];
+    iscale[k] = fnmax / (max[k] - min[k]);
+    scale[k] = 1 / iscale[k];
+    best[k] = 0;
+  }
+  for (int i = 0; i < N; ++i) {
+    for (int k = 0; k < W; ++k) {
+      const std::int32_t l = lane_clamp(lane_nearest_int(iscale[k] * (x[i][k] - min[k])), 0, nmax);
+      L[i][k] = l;
+      float diff = scale[k] * static_cast<float>(l) + min[k] - x[i][k];
+      diff = use_mad ? std::fabs(diff) : diff * diff;
+      best[k] += w[i][k] * diff;
+    }
+  }
+  std::int32_t Laux[N][W];
+  for (int is = 0; is <= nstep; ++is) {
+    const float numerator = rmin + rdelta * static_cast<float>(is) + fnmax;
+    float trial[W], sum_l[W], sum_l2[W], sum_xl[W];
+    for (int k = 0; k < W; ++k) {
+      trial[k] = numerator / (max[k] - min[k]);  // min moves when a trial wins
+      sum_l[k] = 0;
+      sum_l2[k] = 0;
+      sum_xl[k] = 0;
+    }
+    for (int i = 0; i < N; ++i) {
+      for (int k = 0; k < W; ++k) {
+        const std::int32_t l = lane_clamp(lane_nearest_int(trial[k] * (x[i][k] - min[k])), 0, nmax);
+        Laux[i][k] = l;
+        const float fl = static_cast<float>(l);
+        sum_l[k] += w[i][k] * fl;
+        sum_l2[k] += w[i][k] * fl * fl;
+        sum_xl[k] += w[i][k] * fl * x[i][k];
+      }
+    }
+    float D[W], this_scale[W], this_min[W], error[W];
+    for (int k = 0; k < W; ++k) {
+      D[k] = sum_w[k] * sum_l2[k] - sum_l[k] * sum_l[k];
+      const float s = (sum_w[k] * sum_xl[k] - sum_x[k] * sum_l[k]) / D[k];
+      const float m = (sum_l2[k] * sum_x[k] - sum_l[k] * sum_xl[k]) / D[k];
+      this_min[k] = m > 0 ? 0.0f : m;
+      this_scale[k] = m > 0 ? sum_xl[k] / sum_l2[k] : s;
+      error[k] = 0;
+    }
+    for (int i = 0; i < N; ++i) {
+      for (int k = 0; k < W; ++k) {
+        float diff = this_scale[k] * static_cast<float>(Laux[i][k]) + this_min[k] - x[i][k];
+        diff = use_mad ? std::fabs(diff) : diff * diff;
+        error[k] += w[i][k] * diff;
+      }
+    }
+    std::int32_t take[W];
+    for (int k = 0; k < W; ++k) {
+      take[k] = D[k] > 0 && error[k] < best[k] ? -1 : 0;
+      best[k] = take[k] != 0 ? error[k] : best[k];
+      scale[k] = take[k] != 0 ? this_scale[k] : scale[k];
+      min[k] = take[k] != 0 ? this_min[k] : min[k];
+    }
+    for (int i = 0; i < N; ++i) {
+      for (int k = 0; k < W; ++k)
+        L[i][k] = (Laux[i][k] & take[k]) | (L[i][k] & ~take[k]);
+    }
+  }
+  std::int32_t degenerate[W];
+  for (int k = 0; k < W; ++k) {
+    degenerate[k] = (qkx3 ? max[k] <= min0[k] : max[k] == min0[k]) ? -1 : 0;
+    scale_out[k] = degenerate[k] != 0 ? 0.0f : scale[k];
+    the_min[k] = degenerate[k] != 0 ? -min0[k] : -min[k];
+  }
+  for (int i = 0; i < N; ++i) {
+    for (int k = 0; k < W; ++k)
+      L[i][k] &= ~degenerate[k];
+  }
+}
+
+/// The signed extreme (first of the largest magnitude) of every lane.
+template <int W, int N>
+void lanes_signed_extreme(const float (&x)[N][W], float (&max)[W], float (&amax)[W]) {
+  for (int k = 0; k < W; ++k) {
+    max[k] = 0;
+    amax[k] = 0;
+  }
+  for (int i = 0; i < N; ++i) {
+    for (int k = 0; k < W; ++k) {
+      const float ax = std::fabs(x[i][k]);
+      const bool bigger = ax > amax[k];
+      amax[k] = bigger ? ax : amax[k];
+      max[k] = bigger ? x[i][k] : max[k];
+    }
+  }
+}
+
+/// make_qx_quants with rmse_type 1 on W lanes: weights qw (null: x^2); L = l + nmax.
+template <int W, int N>
+void lanes_qx(const float (&x)[N][W], const float (*qw)[W], int nmax, std::int32_t (&L)[N][W],
+              float (&scale_out)[W]) {
+  float max[W], amax[W];
+  lanes_signed_extreme<W, N>(x, max, amax);
+  const auto weight = [&](int i, int k) { return qw != nullptr ? qw[i][k] : x[i][k] * x[i][k]; };
+  float scale[W], best[W];
+  {
+    float iscale[W], sumlx[W], suml2[W];
+    for (int k = 0; k < W; ++k) {
+      iscale[k] = static_cast<float>(-nmax) / max[k];
+      sumlx[k] = 0;
+      suml2[k] = 0;
+    }
+    for (int i = 0; i < N; ++i) {
+      for (int k = 0; k < W; ++k) {
+        const std::int32_t l = lane_clamp(lane_nearest_int(iscale[k] * x[i][k]), -nmax, nmax - 1);
+        L[i][k] = l + nmax;
+        const float wi = weight(i, k);
+        const float fl = static_cast<float>(l);
+        sumlx[k] += wi * x[i][k] * fl;
+        suml2[k] += wi * fl * fl;
+      }
+    }
+    for (int k = 0; k < W; ++k) {
+      scale[k] = suml2[k] != 0.0f ? sumlx[k] / suml2[k] : 0.0f;
+      best[k] = scale[k] * sumlx[k];
+    }
+  }
+  std::int32_t Laux[N][W];
+  for (int is = -9; is <= 9; ++is) {
+    if (is == 0) continue;
+    const float numerator = -(static_cast<float>(nmax) + 0.1f * static_cast<float>(is));
+    float iscale[W], sumlx[W], suml2[W];
+    for (int k = 0; k < W; ++k) {
+      iscale[k] = numerator / max[k];
+      sumlx[k] = 0;
+      suml2[k] = 0;
+    }
+    for (int i = 0; i < N; ++i) {
+      for (int k = 0; k < W; ++k) {
+        const std::int32_t l = lane_clamp(lane_nearest_int(iscale[k] * x[i][k]), -nmax, nmax - 1);
+        Laux[i][k] = l + nmax;
+        const float wi = weight(i, k);
+        const float fl = static_cast<float>(l);
+        sumlx[k] += wi * x[i][k] * fl;
+        suml2[k] += wi * fl * fl;
+      }
+    }
+    std::int32_t take[W];
+    for (int k = 0; k < W; ++k) {
+      take[k] = suml2[k] > 0 && sumlx[k] * sumlx[k] > best[k] * suml2[k] ? -1 : 0;
+      const float s = sumlx[k] / suml2[k];
+      scale[k] = take[k] != 0 ? s : scale[k];
+      best[k] = take[k] != 0 ? s * sumlx[k] : best[k];
+    }
+    for (int i = 0; i < N; ++i) {
+      for (int k = 0; k < W; ++k)
+        L[i][k] = (Laux[i][k] & take[k]) | (L[i][k] & ~take[k]);
+    }
+  }
+  std::int32_t zero[W];
+  for (int k = 0; k < W; ++k) {
+    zero[k] = amax[k] < lane_group_max_eps ? -1 : 0;
+    scale_out[k] = zero[k] != 0 ? 0.0f : scale[k];
+  }
+  for (int i = 0; i < N; ++i) {
+    for (int k = 0; k < W; ++k)
+      L[i][k] &= ~zero[k];
+  }
+}
+
+/// make_q3_quants(do_rmse = true) on W lanes: weights x^2, 5 passes of coordinate descent (a
+/// pass that changes nothing leaves the state as it is, so running all 5 equals ggml's early
+/// exit). L = l + nmax.
+template <int W, int N>
+void lanes_q3(const float (&x)[N][W], int nmax, std::int32_t (&L)[N][W], float (&scale_out)[W]) {
+  float max[W], amax[W];
+  lanes_signed_extreme<W, N>(x, max, amax);
+  float iscale[W], sumlx[W], suml2[W];
+  for (int k = 0; k < W; ++k) {
+    iscale[k] = static_cast<float>(-nmax) / max[k];
+    sumlx[k] = 0;
+    suml2[k] = 0;
+  }
+  for (int i = 0; i < N; ++i) {
+    for (int k = 0; k < W; ++k) {
+      const std::int32_t l = lane_clamp(lane_nearest_int(iscale[k] * x[i][k]), -nmax, nmax - 1);
+      L[i][k] = l;
+      const float wi = x[i][k] * x[i][k];
+      const float fl = static_cast<float>(l);
+      sumlx[k] += wi * x[i][k] * fl;
+      suml2[k] += wi * fl * fl;
+    }
+  }
+  for (int itry = 0; itry < 5; ++itry) {
+    for (int i = 0; i < N; ++i) {
+      for (int k = 0; k < W; ++k) {
+        const float wi = x[i][k] * x[i][k];
+        const float li = static_cast<float>(L[i][k]);
+        float slx = sumlx[k] - wi * x[i][k] * li;
+        const bool positive = slx > 0;
+        float sl2 = suml2[k] - wi * li * li;
+        const std::int32_t new_l =
+            lane_clamp(lane_nearest_int(x[i][k] * sl2 / slx), -nmax, nmax - 1);
+        const float fl = static_cast<float>(new_l);
+        slx += wi * x[i][k] * fl;
+        sl2 += wi * fl * fl;
+        const bool accept = positive && new_l != L[i][k] && sl2 > 0 &&
+                            slx * slx * suml2[k] > sumlx[k] * sumlx[k] * sl2;
+        L[i][k] = accept ? new_l : L[i][k];
+        sumlx[k] = accept ? slx : sumlx[k];
+        suml2[k] = accept ? sl2 : suml2[k];
+      }
+    }
+  }
+  std::int32_t zero[W];
+  for (int k = 0; k < W; ++k) {
+    zero[k] = amax[k] < lane_group_max_eps ? -1 : 0;
+    scale_out[k] = zero[k] != 0 ? 0.0f : (suml2[k] > 0.0f ? sumlx[k] / suml2[k] : 0.0f);
+  }
+  for (int i = 0; i < N; ++i) {
+    for (int k = 0; k < W; ++k)
+      L[i][k] = (L[i][k] + nmax) & ~zero[k];
+  }
+}
+
+}  // namespace
+}  // namespace lucid::quantization::kernels
