@@ -50,24 +50,26 @@ void lanes_qkx(const float (&x)[N][W], const float (&w)[N][W], int nmax, float r
     }
   }
   const float fnmax = static_cast<float>(nmax);
-  float min0[W], iscale[W], scale[W], best[W];
+  // The codes are rebuilt once at the end from the winning trial's reciprocal scale and shift.
+  float min0[W], iscale[W], scale[W], best[W], code_iscale[W], code_shift[W];
   for (int k = 0; k < W; ++k) {
     min[k] = min[k] > 0 ? 0.0f : min[k];
     min0[k] = min[k];
     iscale[k] = fnmax / (max[k] - min[k]);
     scale[k] = 1 / iscale[k];
     best[k] = 0;
+    code_iscale[k] = iscale[k];
+    code_shift[k] = min[k];
   }
   for (int i = 0; i < N; ++i) {
     for (int k = 0; k < W; ++k) {
       const std::int32_t l = lane_clamp(lane_nearest_int(iscale[k] * (x[i][k] - min[k])), 0, nmax);
-      L[i][k] = l;
       float diff = scale[k] * static_cast<float>(l) + min[k] - x[i][k];
       diff = use_mad ? std::fabs(diff) : diff * diff;
       best[k] += w[i][k] * diff;
     }
   }
-  std::int32_t Laux[N][W];
+  float Laux[N][W];
   for (int is = 0; is <= nstep; ++is) {
     const float numerator = rmin + rdelta * static_cast<float>(is) + fnmax;
     float trial[W], sum_l[W], sum_l2[W], sum_xl[W];
@@ -80,11 +82,12 @@ void lanes_qkx(const float (&x)[N][W], const float (&w)[N][W], int nmax, float r
     for (int i = 0; i < N; ++i) {
       for (int k = 0; k < W; ++k) {
         const std::int32_t l = lane_clamp(lane_nearest_int(trial[k] * (x[i][k] - min[k])), 0, nmax);
-        Laux[i][k] = l;
         const float fl = static_cast<float>(l);
-        sum_l[k] += w[i][k] * fl;
-        sum_l2[k] += w[i][k] * fl * fl;
-        sum_xl[k] += w[i][k] * fl * x[i][k];
+        Laux[i][k] = fl;
+        const float wfl = w[i][k] * fl;
+        sum_l[k] += wfl;
+        sum_l2[k] += wfl * fl;
+        sum_xl[k] += wfl * x[i][k];
       }
     }
     float D[W], this_scale[W], this_min[W], error[W];
@@ -98,21 +101,18 @@ void lanes_qkx(const float (&x)[N][W], const float (&w)[N][W], int nmax, float r
     }
     for (int i = 0; i < N; ++i) {
       for (int k = 0; k < W; ++k) {
-        float diff = this_scale[k] * static_cast<float>(Laux[i][k]) + this_min[k] - x[i][k];
+        float diff = this_scale[k] * Laux[i][k] + this_min[k] - x[i][k];
         diff = use_mad ? std::fabs(diff) : diff * diff;
         error[k] += w[i][k] * diff;
       }
     }
-    std::int32_t take[W];
     for (int k = 0; k < W; ++k) {
-      take[k] = D[k] > 0 && error[k] < best[k] ? -1 : 0;
-      best[k] = take[k] != 0 ? error[k] : best[k];
-      scale[k] = take[k] != 0 ? this_scale[k] : scale[k];
-      min[k] = take[k] != 0 ? this_min[k] : min[k];
-    }
-    for (int i = 0; i < N; ++i) {
-      for (int k = 0; k < W; ++k)
-        L[i][k] = (Laux[i][k] & take[k]) | (L[i][k] & ~take[k]);
+      const bool take = D[k] > 0 && error[k] < best[k];
+      best[k] = take ? error[k] : best[k];
+      scale[k] = take ? this_scale[k] : scale[k];
+      code_iscale[k] = take ? trial[k] : code_iscale[k];
+      code_shift[k] = take ? min[k] : code_shift[k];  // the shift this trial's codes used
+      min[k] = take ? this_min[k] : min[k];
     }
   }
   std::int32_t degenerate[W];
@@ -122,8 +122,11 @@ void lanes_qkx(const float (&x)[N][W], const float (&w)[N][W], int nmax, float r
     the_min[k] = degenerate[k] != 0 ? -min0[k] : -min[k];
   }
   for (int i = 0; i < N; ++i) {
-    for (int k = 0; k < W; ++k)
-      L[i][k] &= ~degenerate[k];
+    for (int k = 0; k < W; ++k) {
+      const std::int32_t l =
+          lane_clamp(lane_nearest_int(code_iscale[k] * (x[i][k] - code_shift[k])), 0, nmax);
+      L[i][k] = l & ~degenerate[k];
+    }
   }
 }
 
