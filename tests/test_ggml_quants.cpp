@@ -181,33 +181,40 @@ TEST(GgmlSamples, EveryDecodeEqualsGgmlsBitForBit) {
   }
 }
 
+// On every tier the CPU has (the samples' edge rows through every search).
 TEST(GgmlSamples, QuantizingTheSourceGivesGgmlsBytes) {
   SKIP_WITHOUT_SAMPLES();
   const auto source = Q::SafetensorsFile::open(samples_dir() / "source.safetensors");
-  for (const char* stem : kStems) {
-    SCOPED_TRACE(stem);
-    const bool with_imatrix = std::string(stem).find(".imatrix") != std::string::npos;
-    const auto tensors = read_gguf_tensors(samples_dir() / (std::string(stem) + ".gguf"));
-    int identical = 0;
-    for (const auto& [name, tensor] : tensors) {
-      const std::vector<float> x = tensor_floats(source, name);
-      const std::int64_t n_per_row = tensor.ne[0];
-      const std::vector<float> imatrix = imatrix_values(n_per_row);
-      std::vector<unsigned char> got(tensor.bytes.size(), 0xa5);
-      Q::ggml_quantize_rows(tensor.type, x.data(), got.data(), row_count(tensor), n_per_row,
-                            with_imatrix ? imatrix.data() : nullptr);
-      const bool same = got == tensor.bytes;
-      if (!same) {
-        std::size_t first = 0;
-        while (got[first] == tensor.bytes[first])
-          ++first;
-        ADD_FAILURE() << name << " (" << Q::ggml_type_traits(tensor.type).name
-                      << ") differs from ggml's bytes first at byte " << first;
+  const Q::Isa original = Q::active_isa();
+  for (const Q::Isa isa : Q::supported_isas()) {
+    Q::set_isa(isa);
+    for (const char* stem : kStems) {
+      SCOPED_TRACE(std::string(stem) + " on " + Q::to_string(isa));
+      const bool with_imatrix = std::string(stem).find(".imatrix") != std::string::npos;
+      const auto tensors = read_gguf_tensors(samples_dir() / (std::string(stem) + ".gguf"));
+      int identical = 0;
+      for (const auto& [name, tensor] : tensors) {
+        const std::vector<float> x = tensor_floats(source, name);
+        const std::int64_t n_per_row = tensor.ne[0];
+        const std::vector<float> imatrix = imatrix_values(n_per_row);
+        std::vector<unsigned char> got(tensor.bytes.size(), 0xa5);
+        Q::ggml_quantize_rows(tensor.type, x.data(), got.data(), row_count(tensor), n_per_row,
+                              with_imatrix ? imatrix.data() : nullptr);
+        const bool same = got == tensor.bytes;
+        if (!same) {
+          std::size_t first = 0;
+          while (got[first] == tensor.bytes[first])
+            ++first;
+          ADD_FAILURE() << name << " (" << Q::ggml_type_traits(tensor.type).name
+                        << ") differs from ggml's bytes first at byte " << first;
+        }
+        identical += same ? 1 : 0;
       }
-      identical += same ? 1 : 0;
+      std::cout << "[ quantize ] " << stem << " (" << Q::to_string(isa) << "): " << identical
+                << "/8 tensors byte-identical\n";
     }
-    std::cout << "[ quantize ] " << stem << ": " << identical << "/8 tensors byte-identical\n";
   }
+  Q::set_isa(original);
 }
 
 // The README's fallbacks: w96 (row length 96) cannot be a K-quant.
@@ -379,39 +386,40 @@ std::vector<float> edge_rows(std::mt19937_64& rng, std::int64_t rows, std::int64
 TEST(GgmlTiers, EveryTierAndThreadCountWritesTheReferenceBytes) {
   const std::uint64_t seed = Q::testing::test_seed();
   std::mt19937_64 rng(seed);
-  constexpr std::int64_t rows = 24;
-  constexpr std::int64_t n = 512;
-  const std::vector<float> x = edge_rows(rng, rows, n);
-  std::vector<float> imatrix(n);
-  std::uniform_real_distribution<float> w(0.0f, 4.0f);
-  for (float& v : imatrix)
-    v = w(rng);
   const Q::Isa original = Q::active_isa();
   const int original_threads = Q::num_threads();
-  for (const Q::GgmlType type : kTypes) {
-    for (const bool use_imatrix : {false, true}) {
-      SCOPED_TRACE(std::string(Q::ggml_type_traits(type).name) +
-                   (use_imatrix ? " with imatrix" : ""));
-      const auto size = static_cast<std::size_t>(rows * Q::ggml_row_size(type, n));
-      Q::set_isa(Q::Isa::reference);
-      Q::set_num_threads(1);
-      std::vector<unsigned char> want(size);
-      Q::ggml_quantize_rows(type, x.data(), want.data(), rows, n,
-                            use_imatrix ? imatrix.data() : nullptr);
-      std::vector<float> want_decoded(x.size());
-      Q::ggml_dequantize_rows(type, want.data(), want_decoded.data(), rows, n);
-      for (const Q::Isa isa : Q::supported_isas()) {
-        for (const int threads : {1, 2}) {
-          Q::set_isa(isa);
-          Q::set_num_threads(threads);
-          std::vector<unsigned char> got(size, 0xa5);
-          Q::ggml_quantize_rows(type, x.data(), got.data(), rows, n,
-                                use_imatrix ? imatrix.data() : nullptr);
-          EXPECT_EQ(got, want) << Q::to_string(isa) << ", " << threads << " threads";
-          std::vector<float> decoded(x.size(), -1.0f);
-          Q::ggml_dequantize_rows(type, want.data(), decoded.data(), rows, n);
-          EXPECT_EQ(0, std::memcmp(decoded.data(), want_decoded.data(), x.size() * 4))
-              << "decode on " << Q::to_string(isa) << ", " << threads << " threads";
+  // 512: a partial lane group; 2560 = 10 super-blocks: full groups plus a partial one.
+  for (const auto [rows, n] : {std::pair<std::int64_t, std::int64_t>{24, 512}, {6, 2560}}) {
+    const std::vector<float> x = edge_rows(rng, rows, n);
+    std::vector<float> imatrix(static_cast<std::size_t>(n));
+    std::uniform_real_distribution<float> w(0.0f, 4.0f);
+    for (float& v : imatrix)
+      v = w(rng);
+    for (const Q::GgmlType type : kTypes) {
+      for (const bool use_imatrix : {false, true}) {
+        SCOPED_TRACE(std::string(Q::ggml_type_traits(type).name) +
+                     (use_imatrix ? " with imatrix" : "") + ", rows of " + std::to_string(n));
+        const auto size = static_cast<std::size_t>(rows * Q::ggml_row_size(type, n));
+        Q::set_isa(Q::Isa::reference);
+        Q::set_num_threads(1);
+        std::vector<unsigned char> want(size);
+        Q::ggml_quantize_rows(type, x.data(), want.data(), rows, n,
+                              use_imatrix ? imatrix.data() : nullptr);
+        std::vector<float> want_decoded(x.size());
+        Q::ggml_dequantize_rows(type, want.data(), want_decoded.data(), rows, n);
+        for (const Q::Isa isa : Q::supported_isas()) {
+          for (const int threads : {1, 2}) {
+            Q::set_isa(isa);
+            Q::set_num_threads(threads);
+            std::vector<unsigned char> got(size, 0xa5);
+            Q::ggml_quantize_rows(type, x.data(), got.data(), rows, n,
+                                  use_imatrix ? imatrix.data() : nullptr);
+            EXPECT_EQ(got, want) << Q::to_string(isa) << ", " << threads << " threads";
+            std::vector<float> decoded(x.size(), -1.0f);
+            Q::ggml_dequantize_rows(type, want.data(), decoded.data(), rows, n);
+            EXPECT_EQ(0, std::memcmp(decoded.data(), want_decoded.data(), x.size() * 4))
+                << "decode on " << Q::to_string(isa) << ", " << threads << " threads";
+          }
         }
       }
     }
