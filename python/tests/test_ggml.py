@@ -122,3 +122,16 @@ def test_errors_name_the_problem():
         Q.ggml_quantize(np.ones(32, np.float32), "q4_0", imatrix=np.ones(3, np.float32))
     with pytest.raises(ValueError, match="bytes given for q8_0"):
         Q.ggml_dequantize(b"\0" * 33, "q8_0", [32])
+
+
+def test_the_example_in_docs_formats_md_runs():
+    docs = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "formats.md")
+    text = open(docs, encoding="utf-8").read()
+    section = text[text.index("## ggml block types"):]
+    code = section[section.index("```python\n") + 10:section.index("```", section.index("```python") + 9)]
+    scope = {}
+    exec(compile(code, "docs/formats.md", "exec"), scope)
+    assert scope["blocks"].shape == (8 * 2304,)
+    assert scope["back"].shape == (8, 4096) and scope["back"].dtype == np.float32
+    assert np.sqrt(np.mean((scope["back"] - scope["w"]) ** 2)) < 0.15
+    assert scope["blocks_i"].shape == scope["blocks"].shape
