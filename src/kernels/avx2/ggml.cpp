@@ -13,6 +13,16 @@
 namespace lucid::quantization::kernels::avx2 {
 namespace {
 
+// fp16 <-> fp32 of one scale with F16C: round to nearest even like ggml_fp16 for every non-NaN
+// value (a scale computed from finite input is never NaN). Decoding a NaN scale gives the quiet
+// NaN the reference's product gives too.
+inline std::uint16_t scale_to_fp16(float d) {
+  return static_cast<std::uint16_t>(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
+}
+inline float scale_to_fp32(std::uint16_t h) {
+  return _cvtsh_ss(h);
+}
+
 constexpr int search_lanes = 16;  // two ymm per lane array: two independent dependency chains
 
 inline float horizontal_max(__m256 m) {
@@ -43,7 +53,7 @@ void quantize_row_q8_0(const float* x, void* blocks, std::int64_t n, const float
     const float amax = horizontal_max(_mm256_max_ps(m01, m23));
     const float d = amax / 127;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[i].d = ggml_fp16(d);
+    y[i].d = scale_to_fp16(d);
     const __m256 vid = _mm256_set1_ps(id);
     for (int j = 0; j < 4; ++j) {
       const __m256i q = _mm256_cvttps_epi32(round_half_away(_mm256_mul_ps(v[j], vid)));
@@ -55,7 +65,7 @@ void quantize_row_q8_0(const float* x, void* blocks, std::int64_t n, const float
 void dequantize_q8_0(const void* blocks, float* y, std::int64_t n) {
   const auto* x = static_cast<const BlockQ8_0*>(blocks);
   for (std::int64_t i = 0; i < n / 32; ++i, y += 32) {
-    const __m256 d = _mm256_set1_ps(ggml_fp32(x[i].d));
+    const __m256 d = _mm256_set1_ps(scale_to_fp32(x[i].d));
     for (int j = 0; j < 4; ++j) {
       const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(x[i].qs + 8 * j));
       _mm256_storeu_ps(y + 8 * j, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)), d));
@@ -93,7 +103,7 @@ void quantize_q4_0_plain(const float* x, BlockQ4_0* y, std::int64_t n) {
     }
     const float d = max / -8;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[i].d = ggml_fp16(d);
+    y[i].d = scale_to_fp16(d);
     const __m256 vid = _mm256_set1_ps(id);
     const __m256i mask = _mm256_set1_epi32(0xff);
     const __m256i lo = _mm256_and_si256(
@@ -119,7 +129,7 @@ void dequantize_q4_0(const void* blocks, float* y, std::int64_t n) {
   const auto* x = static_cast<const BlockQ4_0*>(blocks);
   const __m128i low4 = _mm_set1_epi8(0x0f);
   for (std::int64_t i = 0; i < n / 32; ++i, y += 32) {
-    const __m256 d = _mm256_set1_ps(ggml_fp32(x[i].d));
+    const __m256 d = _mm256_set1_ps(scale_to_fp32(x[i].d));
     const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].qs));
     const __m128i halves[2] = {_mm_and_si128(q, low4), _mm_and_si128(_mm_srli_epi16(q, 4), low4)};
     for (int h = 0; h < 2; ++h) {

@@ -13,6 +13,16 @@
 namespace lucid::quantization::kernels::avx512 {
 namespace {
 
+// fp16 <-> fp32 of one scale with F16C: round to nearest even like ggml_fp16 for every non-NaN
+// value (a scale computed from finite input is never NaN). Decoding a NaN scale gives the quiet
+// NaN the reference's product gives too.
+inline std::uint16_t scale_to_fp16(float d) {
+  return static_cast<std::uint16_t>(_cvtss_sh(d, _MM_FROUND_TO_NEAREST_INT));
+}
+inline float scale_to_fp32(std::uint16_t h) {
+  return _cvtsh_ss(h);
+}
+
 constexpr int search_lanes = 32;  // two zmm per lane array: two independent dependency chains
 
 // roundf: truncate, then step away from zero when the dropped part is at least one half.
@@ -34,7 +44,7 @@ void quantize_row_q8_0(const float* x, void* blocks, std::int64_t n, const float
     const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
     const float d = amax / 127;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[i].d = ggml_fp16(d);
+    y[i].d = scale_to_fp16(d);
     const __m512 vid = _mm512_set1_ps(id);
     const __m512i q0 = _mm512_cvttps_epi32(round_half_away(_mm512_mul_ps(v0, vid)));
     const __m512i q1 = _mm512_cvttps_epi32(round_half_away(_mm512_mul_ps(v1, vid)));
@@ -46,7 +56,7 @@ void quantize_row_q8_0(const float* x, void* blocks, std::int64_t n, const float
 void dequantize_q8_0(const void* blocks, float* y, std::int64_t n) {
   const auto* x = static_cast<const BlockQ8_0*>(blocks);
   for (std::int64_t i = 0; i < n / 32; ++i, y += 32) {
-    const __m512 d = _mm512_set1_ps(ggml_fp32(x[i].d));
+    const __m512 d = _mm512_set1_ps(scale_to_fp32(x[i].d));
     for (int j = 0; j < 2; ++j) {
       const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].qs + 16 * j));
       _mm512_storeu_ps(y + 16 * j, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)), d));
@@ -78,7 +88,7 @@ void quantize_q4_0_plain(const float* x, BlockQ4_0* y, std::int64_t n) {
     }
     const float d = max / -8;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
-    y[i].d = ggml_fp16(d);
+    y[i].d = scale_to_fp16(d);
     const __m512 vid = _mm512_set1_ps(id);
     const __m512i bytes =
         _mm512_or_si512(q4_0_codes(v0, vid), _mm512_slli_epi32(q4_0_codes(v1, vid), 4));
@@ -97,7 +107,7 @@ void quantize_row_q4_0(const float* x, void* blocks, std::int64_t n, const float
 void dequantize_q4_0(const void* blocks, float* y, std::int64_t n) {
   const auto* x = static_cast<const BlockQ4_0*>(blocks);
   for (std::int64_t i = 0; i < n / 32; ++i, y += 32) {
-    const __m512 d = _mm512_set1_ps(ggml_fp32(x[i].d));
+    const __m512 d = _mm512_set1_ps(scale_to_fp32(x[i].d));
     const __m512i q =
         _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x[i].qs)));
     const __m512i eight = _mm512_set1_epi32(8);
