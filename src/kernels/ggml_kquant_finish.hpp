@@ -53,5 +53,7 @@ void finish_q4_0(float d, const std::uint8_t* codes, BlockQ4_0& y);
 void finish_q5_0(float d, const std::uint8_t* codes, BlockQ5_0& y);
 void finish_q4_1(float d, float the_min, const std::uint8_t* codes, BlockQ4_1& y);
 void finish_q5_1(float d, float the_min, const std::uint8_t* codes, BlockQ5_1& y);
+/// IQ4_NL from its float scale and 32 codebook indices (src/kernels/reference/ggml_iq4_nl.cpp).
+void finish_iq4_nl(float d, const std::uint8_t* indices, BlockIq4Nl& y);
 
 }  // namespace lucid::quantization::kernels

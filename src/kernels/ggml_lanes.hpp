@@ -275,5 +275,76 @@ void lanes_q3(const float (&x)[N][W], int nmax, std::int32_t (&L)[N][W], float (
   }
 }
 
+/// The IQ4_NL codebook entry nearest to v, exactly as ggml's best_index_int8 picks it (an exact
+/// midpoint takes the upper entry; v <= -127 gives the first, v >= 113 and NaN the last), with
+/// its index. Branch-free: the largest entry <= v and the smallest entry > v by compare chains.
+inline void lane_iq4nl_pick(float v, float* value, std::int32_t* index) {
+  constexpr float codebook[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                  1,    13,   25,  38,  53,  69,  89,  113};
+  float lo = codebook[0];
+  float hi = codebook[15];
+  std::int32_t below = 0;
+  for (int k = 1; k < 15; ++k) {
+    const bool at_or_below = codebook[k] <= v;
+    lo = at_or_below ? codebook[k] : lo;
+    below += at_or_below ? 1 : 0;
+  }
+  for (int k = 14; k >= 1; --k)
+    hi = codebook[k] > v ? codebook[k] : hi;
+  const bool take_lo = v - lo < hi - v;
+  *value = take_lo ? lo : hi;
+  *index = take_lo ? below : below + 1;
+}
+
+/// IQ4_NL's float block scale (quantize_iq4_nl, ntry 7) on W lanes of 32 values with weights w:
+/// the extreme on the +113 entry, then 15 trial reciprocal scales, keeping the least-squares
+/// scale of the best (sum w q x)^2 / sum w q^2. Lanes with max |x| below 1e-15 give 0.
+template <int W>
+void lanes_iq4nl_scale(const float (&x)[32][W], const float (&w)[32][W], float (&d_out)[W]) {
+  float max[W], amax[W];
+  lanes_signed_extreme<W, 32>(x, max, amax);
+  float d[W], best[W];
+  const auto fit = [&](const float(&id)[W], float(&sumqx)[W], float(&sumq2)[W]) {
+    for (int k = 0; k < W; ++k) {
+      sumqx[k] = 0;
+      sumq2[k] = 0;
+    }
+    for (int i = 0; i < 32; ++i) {
+      for (int k = 0; k < W; ++k) {
+        float q;
+        std::int32_t unused;
+        lane_iq4nl_pick(id[k] * x[i][k], &q, &unused);
+        const float wq = w[i][k] * q;
+        sumqx[k] += wq * x[i][k];
+        sumq2[k] += wq * q;
+      }
+    }
+  };
+  {
+    float id[W], sumqx[W], sumq2[W];
+    for (int k = 0; k < W; ++k)
+      id[k] = 1 / (-max[k] / -127.0f);
+    fit(id, sumqx, sumq2);
+    for (int k = 0; k < W; ++k) {
+      d[k] = sumq2[k] > 0 ? sumqx[k] / sumq2[k] : 0.0f;
+      best[k] = d[k] * sumqx[k];
+    }
+  }
+  for (int itry = -7; itry <= 7; ++itry) {
+    float id[W], sumqx[W], sumq2[W];
+    for (int k = 0; k < W; ++k)
+      id[k] = static_cast<float>(itry - 127) / max[k];
+    fit(id, sumqx, sumq2);
+    for (int k = 0; k < W; ++k) {
+      const bool take = sumq2[k] > 0 && sumqx[k] * sumqx[k] > best[k] * sumq2[k];
+      const float s = sumqx[k] / sumq2[k];
+      d[k] = take ? s : d[k];
+      best[k] = take ? s * sumqx[k] : best[k];
+    }
+  }
+  for (int k = 0; k < W; ++k)
+    d_out[k] = amax[k] < lane_group_max_eps ? 0.0f : d[k];
+}
+
 }  // namespace
 }  // namespace lucid::quantization::kernels

@@ -267,5 +267,48 @@ void lanes_row_legacy_imatrix(const float* x, void* blocks, std::int64_t n, cons
   }
 }
 
+// IQ4_NL: lanes are 32-value blocks (sigma^2 per block), then the indices for the fp16-stored
+// block's float scale.
+template <int W>
+void lanes_row_iq4_nl(const float* x, void* blocks, std::int64_t n, const float* imatrix) {
+  constexpr int N = 32;
+  auto* y = static_cast<BlockIq4Nl*>(blocks);
+  const std::int64_t count = n / N;
+  for (std::int64_t s0 = 0; s0 < count; s0 += W) {
+    float xt[N][W], w[N][W], d[W];
+    gather_lanes<W, N>(x, s0, count, xt);
+    if (imatrix == nullptr) {
+      for (int i = 0; i < N; ++i)
+        for (int k = 0; k < W; ++k)
+          w[i][k] = xt[i][k] * xt[i][k];
+    } else {
+      float sigma2[W], sw[W];
+      for (int k = 0; k < W; ++k)
+        sigma2[k] = 0;
+      for (int i = 0; i < N; ++i)
+        for (int k = 0; k < W; ++k)
+          sigma2[k] += xt[i][k] * xt[i][k];
+      for (int k = 0; k < W; ++k)
+        sigma2[k] *= 2.0f / 32;
+      lanes_imatrix_weights<W, N>(xt, imatrix, s0, count, sigma2, w, sw);
+    }
+    lanes_iq4nl_scale<W>(xt, w, d);
+    std::int32_t index[N][W];
+    float id[W];
+    for (int k = 0; k < W; ++k)
+      id[k] = d[k] != 0.0f ? 1 / d[k] : 0.0f;
+    for (int i = 0; i < N; ++i) {
+      for (int k = 0; k < W; ++k) {
+        float unused;
+        lane_iq4nl_pick(id[k] * xt[i][k], &unused, &index[i][k]);
+      }
+    }
+    std::uint8_t codes[W * N];
+    scatter_codes<W, N>(index, codes);
+    for (int k = 0; k < W && s0 + k < count; ++k)
+      finish_iq4_nl(d[k], codes + N * k, y[s0 + k]);
+  }
+}
+
 }  // namespace
 }  // namespace lucid::quantization::kernels

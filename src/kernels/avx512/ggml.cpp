@@ -212,6 +212,9 @@ void quantize_row_q5_k(const float* x, void* blocks, std::int64_t n, const float
 void quantize_row_q6_k(const float* x, void* blocks, std::int64_t n, const float* imatrix) {
   lanes_row_q6_k<search_lanes>(x, blocks, n, imatrix);
 }
+void quantize_row_iq4_nl(const float* x, void* blocks, std::int64_t n, const float* imatrix) {
+  lanes_row_iq4_nl<search_lanes>(x, blocks, n, imatrix);
+}
 
 }  // namespace
 
@@ -232,6 +235,7 @@ void fill_ggml_kernels(KernelTable& table) {
   set_quantize(GgmlKernel::q4_k, quantize_row_q4_k);
   set_quantize(GgmlKernel::q5_k, quantize_row_q5_k);
   set_quantize(GgmlKernel::q6_k, quantize_row_q6_k);
+  set_quantize(GgmlKernel::iq4_nl, quantize_row_iq4_nl);
   set_quantize(GgmlKernel::f16, quantize_row_f16);
   set_quantize(GgmlKernel::bf16, quantize_row_bf16);
   set_decode(GgmlKernel::q8_0, dequantize_q8_0);
