@@ -246,21 +246,22 @@ void lanes_q3(const float (&x)[N][W], int nmax, std::int32_t (&L)[N][W], float (
   for (int itry = 0; itry < 5; ++itry) {
     for (int i = 0; i < N; ++i) {
       for (int k = 0; k < W; ++k) {
+        // Every candidate is computed; the lane keeps it only where ggml's branches would.
         const float wi = x[i][k] * x[i][k];
         const float li = static_cast<float>(L[i][k]);
-        float slx = sumlx[k] - wi * x[i][k] * li;
-        const bool positive = slx > 0;
-        float sl2 = suml2[k] - wi * li * li;
+        const float slx0 = sumlx[k] - wi * x[i][k] * li;
+        const float sl20 = suml2[k] - wi * li * li;
         const std::int32_t new_l =
-            lane_clamp(lane_nearest_int(x[i][k] * sl2 / slx), -nmax, nmax - 1);
+            lane_clamp(lane_nearest_int(x[i][k] * sl20 / slx0), -nmax, nmax - 1);
         const float fl = static_cast<float>(new_l);
-        slx += wi * x[i][k] * fl;
-        sl2 += wi * fl * fl;
-        const bool accept = positive && new_l != L[i][k] && sl2 > 0 &&
-                            slx * slx * suml2[k] > sumlx[k] * sumlx[k] * sl2;
-        L[i][k] = accept ? new_l : L[i][k];
-        sumlx[k] = accept ? slx : sumlx[k];
-        suml2[k] = accept ? sl2 : suml2[k];
+        const float slx = slx0 + wi * x[i][k] * fl;
+        const float sl2 = sl20 + wi * fl * fl;
+        const std::int32_t accept = -static_cast<std::int32_t>(
+            (slx0 > 0) & (new_l != L[i][k]) & (sl2 > 0) &
+            (slx * slx * suml2[k] > sumlx[k] * sumlx[k] * sl2));
+        L[i][k] = (new_l & accept) | (L[i][k] & ~accept);
+        sumlx[k] = accept != 0 ? slx : sumlx[k];
+        suml2[k] = accept != 0 ? sl2 : suml2[k];
       }
     }
   }

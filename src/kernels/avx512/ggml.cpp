@@ -201,7 +201,8 @@ void quantize_row_q2_k(const float* x, void* blocks, std::int64_t n, const float
   lanes_row_q2_k<search_lanes>(x, blocks, n, imatrix);
 }
 void quantize_row_q3_k(const float* x, void* blocks, std::int64_t n, const float* imatrix) {
-  lanes_row_q3_k<search_lanes>(x, blocks, n, imatrix);
+  // Q3_K's coordinate descent is one long dependency chain per lane: twice the lanes in flight.
+  lanes_row_q3_k<2 * search_lanes>(x, blocks, n, imatrix);
 }
 void quantize_row_q4_k(const float* x, void* blocks, std::int64_t n, const float* imatrix) {
   lanes_row_k4<search_lanes, 15, BlockQ4_K>(x, blocks, n, imatrix);
