@@ -7,6 +7,7 @@
 
 #include "kernels/avx512/kernels.hpp"
 #include "kernels/avx512/simd.hpp"
+#include "kernels/ggml_kquant_decode.hpp"
 #include "kernels/ggml_lanes_rows.hpp"
 #include "kernels/reference/ggml_kernels.hpp"
 
@@ -243,6 +244,8 @@ void fill_ggml_kernels(KernelTable& table) {
   set_decode(GgmlKernel::q4_0, dequantize_q4_0);
   set_decode(GgmlKernel::f16, dequantize_f16);
   set_decode(GgmlKernel::bf16, dequantize_bf16);
+  set_decode(GgmlKernel::q3_k, decode_q3_k_blocks);
+  set_decode(GgmlKernel::q6_k, decode_q6_k_blocks);
 }
 
 }  // namespace lucid::quantization::kernels::avx512
