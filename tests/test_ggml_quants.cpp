@@ -13,6 +13,7 @@
 
 #include "kernels/ggml_blocks.hpp"
 #include "lucid/quantization/ggml_quants.hpp"
+#include "lucid/quantization/gguf.hpp"
 #include "lucid/quantization/runtime.hpp"
 #include "lucid/quantization/safetensors.hpp"
 #include "test_support.hpp"
@@ -37,96 +38,20 @@ std::vector<unsigned char> read_file(const fs::path& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-// TEST-ONLY: locates tensor data in a GGUF v3 file until the gguf branch's reader is merged.
+// Every tensor of a sample GGUF file, by name, read with lucidq's GGUF reader.
 struct GgufTensor {
   Q::GgmlType type;
   std::vector<std::int64_t> ne;  // innermost first
   std::vector<unsigned char> bytes;
 };
 
-class GgufCursor {
- public:
-  explicit GgufCursor(const std::vector<unsigned char>& bytes) : bytes_(bytes) {}
-  template <class T>
-  T read() {
-    T value;
-    if (at_ + sizeof(T) > bytes_.size()) throw std::runtime_error("truncated GGUF");
-    std::memcpy(&value, bytes_.data() + at_, sizeof(T));
-    at_ += sizeof(T);
-    return value;
-  }
-  std::string string() {
-    const auto n = read<std::uint64_t>();
-    std::string s(reinterpret_cast<const char*>(bytes_.data() + at_), n);
-    at_ += n;
-    return s;
-  }
-  // Skips one metadata value of GGUF type `type`; returns it as u32 when it is one.
-  std::uint64_t skip_value(std::uint32_t type) {
-    static const int sizes[] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
-    if (type == 8) {
-      string();
-      return 0;
-    }
-    if (type == 9) {
-      const auto inner = read<std::uint32_t>();
-      const auto count = read<std::uint64_t>();
-      for (std::uint64_t i = 0; i < count; ++i)
-        skip_value(inner);
-      return 0;
-    }
-    std::uint64_t value = 0;
-    std::memcpy(&value, bytes_.data() + at_, static_cast<std::size_t>(sizes[type]));
-    at_ += static_cast<std::size_t>(sizes[type]);
-    return value;
-  }
-  std::size_t at() const { return at_; }
-
- private:
-  const std::vector<unsigned char>& bytes_;
-  std::size_t at_ = 0;
-};
-
 std::map<std::string, GgufTensor> read_gguf_tensors(const fs::path& path) {
-  const std::vector<unsigned char> file = read_file(path);
-  GgufCursor in(file);
-  if (in.read<std::uint32_t>() != 0x46554747u || in.read<std::uint32_t>() != 3)
-    throw std::runtime_error("not a GGUF v3 file: " + path.string());
-  const auto n_tensors = in.read<std::uint64_t>();
-  const auto n_kv = in.read<std::uint64_t>();
-  std::uint64_t alignment = 32;
-  for (std::uint64_t k = 0; k < n_kv; ++k) {
-    const std::string key = in.string();
-    const std::uint64_t value = in.skip_value(in.read<std::uint32_t>());
-    if (key == "general.alignment") alignment = value;
-  }
-  struct Info {
-    std::string name;
-    GgufTensor tensor;
-    std::uint64_t offset;
-  };
-  std::vector<Info> infos;
-  for (std::uint64_t t = 0; t < n_tensors; ++t) {
-    Info info;
-    info.name = in.string();
-    const auto dims = in.read<std::uint32_t>();
-    for (std::uint32_t d = 0; d < dims; ++d)
-      info.tensor.ne.push_back(static_cast<std::int64_t>(in.read<std::uint64_t>()));
-    info.tensor.type = static_cast<Q::GgmlType>(in.read<std::uint32_t>());
-    info.offset = in.read<std::uint64_t>();
-    infos.push_back(std::move(info));
-  }
-  const std::size_t data = (in.at() + alignment - 1) / alignment * alignment;
+  const Q::GgufFile file = Q::GgufFile::open(path);
   std::map<std::string, GgufTensor> out;
-  for (Info& info : infos) {
-    std::int64_t rows = 1;
-    for (std::size_t d = 1; d < info.tensor.ne.size(); ++d)
-      rows *= info.tensor.ne[d];
-    const auto size =
-        static_cast<std::size_t>(rows * Q::ggml_row_size(info.tensor.type, info.tensor.ne[0]));
-    const auto* begin = file.data() + data + info.offset;
-    info.tensor.bytes.assign(begin, begin + size);
-    out[info.name] = std::move(info.tensor);
+  for (const Q::GgufTensorInfo& info : file.tensors()) {
+    const auto bytes = file.bytes(info);
+    const auto* begin = reinterpret_cast<const unsigned char*>(bytes.data());
+    out[info.name] = {info.type, info.ne, {begin, begin + bytes.size()}};
   }
   return out;
 }
