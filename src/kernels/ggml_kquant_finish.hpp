@@ -9,6 +9,7 @@
 #include "kernels/ggml_blocks.hpp"
 
 namespace lucid::quantization::kernels {
+namespace {  // NOLINT(google-build-namespaces): internal linkage, as the ISA tiers use them too
 
 /// The 6-bit (scale, min) of sub-block j of a Q4_K / Q5_K block (ggml's get_scale_min_k4).
 inline void scale_min_k4(int j, const std::uint8_t* q, std::uint8_t* d, std::uint8_t* m) {
@@ -26,6 +27,8 @@ inline int q3_scale(const std::uint8_t* scales, int j) {
   const int low = j < 8 ? scales[j] & 0xf : scales[j - 8] >> 4;
   return low | (((scales[8 + j % 4] >> (2 * (j / 4))) & 3) << 4);
 }
+
+}  // namespace
 
 /// Q2_K: 16 sub-blocks of 16. sw == nullptr: the reference scale quantization (4 bits of
 /// 15 / max); else ggml's imatrix one (make_qp_quants with the sub-block weights sw).

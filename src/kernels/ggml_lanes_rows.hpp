@@ -10,6 +10,7 @@
 
 #include "kernels/ggml_blocks.hpp"
 #include "kernels/ggml_kquant_finish.hpp"
+#include "kernels/ggml_kquant_finish_blocks.hpp"
 #include "kernels/ggml_lanes.hpp"
 
 namespace lucid::quantization::kernels {
@@ -108,9 +109,9 @@ void lanes_row_q2_k(const float* x, void* blocks, std::int64_t n, const float* i
     scatter_codes<W, N>(L, codes);
     for (int b = 0; b < W / 16 && s0 + 16 * b < count; ++b) {
       const std::int64_t block = (s0 + 16 * b) / 16;
-      finish_q2_k(x + block * ggml_super_block, scale + 16 * b, the_min + 16 * b,
-                  imatrix != nullptr ? sw + 16 * b : nullptr, codes + ggml_super_block * b,
-                  y[block]);
+      finish_q2_k_block(x + block * ggml_super_block, scale + 16 * b, the_min + 16 * b,
+                        imatrix != nullptr ? sw + 16 * b : nullptr, codes + ggml_super_block * b,
+                        y[block]);
     }
   }
 }
@@ -138,9 +139,9 @@ void lanes_row_q3_k(const float* x, void* blocks, std::int64_t n, const float* i
     scatter_codes<W, N>(L, codes);
     for (int b = 0; b < W / 16 && s0 + 16 * b < count; ++b) {
       const std::int64_t block = (s0 + 16 * b) / 16;
-      finish_q3_k(x + block * ggml_super_block, scale + 16 * b,
-                  imatrix != nullptr ? sw + 16 * b : nullptr, codes + ggml_super_block * b,
-                  y[block]);
+      finish_q3_k_block(x + block * ggml_super_block, scale + 16 * b,
+                        imatrix != nullptr ? sw + 16 * b : nullptr, codes + ggml_super_block * b,
+                        y[block]);
     }
   }
 }
@@ -184,11 +185,11 @@ void lanes_row_k4(const float* x, void* blocks, std::int64_t n, const float* ima
       const std::int64_t block = (s0 + 8 * b) / 8;
       const float* sub_sw = imatrix != nullptr ? sw + 8 * b : nullptr;
       if constexpr (Nmax == 15) {
-        finish_q4_k(x + block * ggml_super_block, scale + 8 * b, the_min + 8 * b, sub_sw,
-                    codes + ggml_super_block * b, y[block]);
+        finish_q4_k_block(x + block * ggml_super_block, scale + 8 * b, the_min + 8 * b, sub_sw,
+                          codes + ggml_super_block * b, y[block]);
       } else {
-        finish_q5_k(x + block * ggml_super_block, scale + 8 * b, the_min + 8 * b, sub_sw,
-                    codes + ggml_super_block * b, y[block]);
+        finish_q5_k_block(x + block * ggml_super_block, scale + 8 * b, the_min + 8 * b, sub_sw,
+                          codes + ggml_super_block * b, y[block]);
       }
     }
   }
@@ -216,8 +217,8 @@ void lanes_row_q6_k(const float* x, void* blocks, std::int64_t n, const float* i
     scatter_codes<W, N>(L, codes);
     for (int b = 0; b < W / 16 && s0 + 16 * b < count; ++b) {
       const std::int64_t block = (s0 + 16 * b) / 16;
-      finish_q6_k(x + block * ggml_super_block, scale + 16 * b, codes + ggml_super_block * b,
-                  y[block]);
+      finish_q6_k_block(x + block * ggml_super_block, scale + 16 * b, codes + ggml_super_block * b,
+                        y[block]);
     }
   }
 }
