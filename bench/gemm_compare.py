@@ -132,6 +132,12 @@ def report(data, torch_times, engine):
                  f"at the end of the C++ part {machine.get('load_average_end')}. "
                  f"{data['reps']} samples of >= {data['min_time_s']} s each, medians"
                  + (f"; every figure the median over {data['runs']} runs." if data.get("runs") else "."))
+    verification = machine.get("onednn_verification")
+    if verification:
+        lines.append("")
+        lines.append(f"oneDNN's results against the exact product: {verification}"
+                     + ("" if verification == "exact" else
+                        " (its columns time wrong results; lucidq's are exact)."))
     lines.append("")
     lines.append("| threads | int8 peak kernel | clock GHz | int8 MAC/cycle/core | peak GOP/s (best) | "
                  "peak GOP/s (median sample) | memcpy GB/s | read GB/s | read GB/s (best) |")

@@ -17,6 +17,7 @@ test_packages=(
 # -DLUCIDQ_BUILD_BENCH=ON: Google Benchmark, and the baselines bench_gemm times when present.
 bench_packages=(
   libbenchmark-dev libdnnl-dev libopenblas-dev
+  ocl-icd-opencl-dev  # Debian's dnnl-config.cmake requires OpenCL (only Recommended by libdnnl-dev)
 )
 
 want=("${build_packages[@]}")

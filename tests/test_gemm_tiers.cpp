@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "gemm/gemm_kernels.hpp"
 #include "gemm/packed_layout.hpp"
+#include "kernels/gemm_int8.hpp"
 #include "lucid/quantization/gemm.hpp"
 #include "lucid/quantization/runtime.hpp"
 #include "test_support.hpp"

@@ -13,6 +13,7 @@
 
 #include "kernels/ggml_blocks.hpp"
 #include "lucid/quantization/ggml_quants.hpp"
+#include "lucid/quantization/gguf.hpp"
 #include "lucid/quantization/runtime.hpp"
 #include "lucid/quantization/safetensors.hpp"
 #include "test_support.hpp"
@@ -37,96 +38,20 @@ std::vector<unsigned char> read_file(const fs::path& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-// TEST-ONLY: locates tensor data in a GGUF v3 file until the gguf branch's reader is merged.
+// Every tensor of a sample GGUF file, by name, read with lucidq's GGUF reader.
 struct GgufTensor {
   Q::GgmlType type;
   std::vector<std::int64_t> ne;  // innermost first
   std::vector<unsigned char> bytes;
 };
 
-class GgufCursor {
- public:
-  explicit GgufCursor(const std::vector<unsigned char>& bytes) : bytes_(bytes) {}
-  template <class T>
-  T read() {
-    T value;
-    if (at_ + sizeof(T) > bytes_.size()) throw std::runtime_error("truncated GGUF");
-    std::memcpy(&value, bytes_.data() + at_, sizeof(T));
-    at_ += sizeof(T);
-    return value;
-  }
-  std::string string() {
-    const auto n = read<std::uint64_t>();
-    std::string s(reinterpret_cast<const char*>(bytes_.data() + at_), n);
-    at_ += n;
-    return s;
-  }
-  // Skips one metadata value of GGUF type `type`; returns it as u32 when it is one.
-  std::uint64_t skip_value(std::uint32_t type) {
-    static const int sizes[] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
-    if (type == 8) {
-      string();
-      return 0;
-    }
-    if (type == 9) {
-      const auto inner = read<std::uint32_t>();
-      const auto count = read<std::uint64_t>();
-      for (std::uint64_t i = 0; i < count; ++i)
-        skip_value(inner);
-      return 0;
-    }
-    std::uint64_t value = 0;
-    std::memcpy(&value, bytes_.data() + at_, static_cast<std::size_t>(sizes[type]));
-    at_ += static_cast<std::size_t>(sizes[type]);
-    return value;
-  }
-  std::size_t at() const { return at_; }
-
- private:
-  const std::vector<unsigned char>& bytes_;
-  std::size_t at_ = 0;
-};
-
 std::map<std::string, GgufTensor> read_gguf_tensors(const fs::path& path) {
-  const std::vector<unsigned char> file = read_file(path);
-  GgufCursor in(file);
-  if (in.read<std::uint32_t>() != 0x46554747u || in.read<std::uint32_t>() != 3)
-    throw std::runtime_error("not a GGUF v3 file: " + path.string());
-  const auto n_tensors = in.read<std::uint64_t>();
-  const auto n_kv = in.read<std::uint64_t>();
-  std::uint64_t alignment = 32;
-  for (std::uint64_t k = 0; k < n_kv; ++k) {
-    const std::string key = in.string();
-    const std::uint64_t value = in.skip_value(in.read<std::uint32_t>());
-    if (key == "general.alignment") alignment = value;
-  }
-  struct Info {
-    std::string name;
-    GgufTensor tensor;
-    std::uint64_t offset;
-  };
-  std::vector<Info> infos;
-  for (std::uint64_t t = 0; t < n_tensors; ++t) {
-    Info info;
-    info.name = in.string();
-    const auto dims = in.read<std::uint32_t>();
-    for (std::uint32_t d = 0; d < dims; ++d)
-      info.tensor.ne.push_back(static_cast<std::int64_t>(in.read<std::uint64_t>()));
-    info.tensor.type = static_cast<Q::GgmlType>(in.read<std::uint32_t>());
-    info.offset = in.read<std::uint64_t>();
-    infos.push_back(std::move(info));
-  }
-  const std::size_t data = (in.at() + alignment - 1) / alignment * alignment;
+  const Q::GgufFile file = Q::GgufFile::open(path);
   std::map<std::string, GgufTensor> out;
-  for (Info& info : infos) {
-    std::int64_t rows = 1;
-    for (std::size_t d = 1; d < info.tensor.ne.size(); ++d)
-      rows *= info.tensor.ne[d];
-    const auto size =
-        static_cast<std::size_t>(rows * Q::ggml_row_size(info.tensor.type, info.tensor.ne[0]));
-    const auto* begin = file.data() + data + info.offset;
-    info.tensor.bytes.assign(begin, begin + size);
-    out[info.name] = std::move(info.tensor);
+  for (const Q::GgufTensorInfo& info : file.tensors()) {
+    const auto bytes = file.bytes(info);
+    const auto* begin = reinterpret_cast<const unsigned char*>(bytes.data());
+    out[info.name] = {info.type, info.ne, {begin, begin + bytes.size()}};
   }
   return out;
 }
@@ -181,33 +106,40 @@ TEST(GgmlSamples, EveryDecodeEqualsGgmlsBitForBit) {
   }
 }
 
+// On every tier the CPU has (the samples' edge rows through every search).
 TEST(GgmlSamples, QuantizingTheSourceGivesGgmlsBytes) {
   SKIP_WITHOUT_SAMPLES();
   const auto source = Q::SafetensorsFile::open(samples_dir() / "source.safetensors");
-  for (const char* stem : kStems) {
-    SCOPED_TRACE(stem);
-    const bool with_imatrix = std::string(stem).find(".imatrix") != std::string::npos;
-    const auto tensors = read_gguf_tensors(samples_dir() / (std::string(stem) + ".gguf"));
-    int identical = 0;
-    for (const auto& [name, tensor] : tensors) {
-      const std::vector<float> x = tensor_floats(source, name);
-      const std::int64_t n_per_row = tensor.ne[0];
-      const std::vector<float> imatrix = imatrix_values(n_per_row);
-      std::vector<unsigned char> got(tensor.bytes.size(), 0xa5);
-      Q::ggml_quantize_rows(tensor.type, x.data(), got.data(), row_count(tensor), n_per_row,
-                            with_imatrix ? imatrix.data() : nullptr);
-      const bool same = got == tensor.bytes;
-      if (!same) {
-        std::size_t first = 0;
-        while (got[first] == tensor.bytes[first])
-          ++first;
-        ADD_FAILURE() << name << " (" << Q::ggml_type_traits(tensor.type).name
-                      << ") differs from ggml's bytes first at byte " << first;
+  const Q::Isa original = Q::active_isa();
+  for (const Q::Isa isa : Q::supported_isas()) {
+    Q::set_isa(isa);
+    for (const char* stem : kStems) {
+      SCOPED_TRACE(std::string(stem) + " on " + Q::to_string(isa));
+      const bool with_imatrix = std::string(stem).find(".imatrix") != std::string::npos;
+      const auto tensors = read_gguf_tensors(samples_dir() / (std::string(stem) + ".gguf"));
+      int identical = 0;
+      for (const auto& [name, tensor] : tensors) {
+        const std::vector<float> x = tensor_floats(source, name);
+        const std::int64_t n_per_row = tensor.ne[0];
+        const std::vector<float> imatrix = imatrix_values(n_per_row);
+        std::vector<unsigned char> got(tensor.bytes.size(), 0xa5);
+        Q::ggml_quantize_rows(tensor.type, x.data(), got.data(), row_count(tensor), n_per_row,
+                              with_imatrix ? imatrix.data() : nullptr);
+        const bool same = got == tensor.bytes;
+        if (!same) {
+          std::size_t first = 0;
+          while (got[first] == tensor.bytes[first])
+            ++first;
+          ADD_FAILURE() << name << " (" << Q::ggml_type_traits(tensor.type).name
+                        << ") differs from ggml's bytes first at byte " << first;
+        }
+        identical += same ? 1 : 0;
       }
-      identical += same ? 1 : 0;
+      std::cout << "[ quantize ] " << stem << " (" << Q::to_string(isa) << "): " << identical
+                << "/8 tensors byte-identical\n";
     }
-    std::cout << "[ quantize ] " << stem << ": " << identical << "/8 tensors byte-identical\n";
   }
+  Q::set_isa(original);
 }
 
 // The README's fallbacks: w96 (row length 96) cannot be a K-quant.
@@ -379,39 +311,40 @@ std::vector<float> edge_rows(std::mt19937_64& rng, std::int64_t rows, std::int64
 TEST(GgmlTiers, EveryTierAndThreadCountWritesTheReferenceBytes) {
   const std::uint64_t seed = Q::testing::test_seed();
   std::mt19937_64 rng(seed);
-  constexpr std::int64_t rows = 24;
-  constexpr std::int64_t n = 512;
-  const std::vector<float> x = edge_rows(rng, rows, n);
-  std::vector<float> imatrix(n);
-  std::uniform_real_distribution<float> w(0.0f, 4.0f);
-  for (float& v : imatrix)
-    v = w(rng);
   const Q::Isa original = Q::active_isa();
   const int original_threads = Q::num_threads();
-  for (const Q::GgmlType type : kTypes) {
-    for (const bool use_imatrix : {false, true}) {
-      SCOPED_TRACE(std::string(Q::ggml_type_traits(type).name) +
-                   (use_imatrix ? " with imatrix" : ""));
-      const auto size = static_cast<std::size_t>(rows * Q::ggml_row_size(type, n));
-      Q::set_isa(Q::Isa::reference);
-      Q::set_num_threads(1);
-      std::vector<unsigned char> want(size);
-      Q::ggml_quantize_rows(type, x.data(), want.data(), rows, n,
-                            use_imatrix ? imatrix.data() : nullptr);
-      std::vector<float> want_decoded(x.size());
-      Q::ggml_dequantize_rows(type, want.data(), want_decoded.data(), rows, n);
-      for (const Q::Isa isa : Q::supported_isas()) {
-        for (const int threads : {1, 2}) {
-          Q::set_isa(isa);
-          Q::set_num_threads(threads);
-          std::vector<unsigned char> got(size, 0xa5);
-          Q::ggml_quantize_rows(type, x.data(), got.data(), rows, n,
-                                use_imatrix ? imatrix.data() : nullptr);
-          EXPECT_EQ(got, want) << Q::to_string(isa) << ", " << threads << " threads";
-          std::vector<float> decoded(x.size(), -1.0f);
-          Q::ggml_dequantize_rows(type, want.data(), decoded.data(), rows, n);
-          EXPECT_EQ(0, std::memcmp(decoded.data(), want_decoded.data(), x.size() * 4))
-              << "decode on " << Q::to_string(isa) << ", " << threads << " threads";
+  // 512: a partial lane group; 2560 = 10 super-blocks: full groups plus a partial one.
+  for (const auto [rows, n] : {std::pair<std::int64_t, std::int64_t>{24, 512}, {6, 2560}}) {
+    const std::vector<float> x = edge_rows(rng, rows, n);
+    std::vector<float> imatrix(static_cast<std::size_t>(n));
+    std::uniform_real_distribution<float> w(0.0f, 4.0f);
+    for (float& v : imatrix)
+      v = w(rng);
+    for (const Q::GgmlType type : kTypes) {
+      for (const bool use_imatrix : {false, true}) {
+        SCOPED_TRACE(std::string(Q::ggml_type_traits(type).name) +
+                     (use_imatrix ? " with imatrix" : "") + ", rows of " + std::to_string(n));
+        const auto size = static_cast<std::size_t>(rows * Q::ggml_row_size(type, n));
+        Q::set_isa(Q::Isa::reference);
+        Q::set_num_threads(1);
+        std::vector<unsigned char> want(size);
+        Q::ggml_quantize_rows(type, x.data(), want.data(), rows, n,
+                              use_imatrix ? imatrix.data() : nullptr);
+        std::vector<float> want_decoded(x.size());
+        Q::ggml_dequantize_rows(type, want.data(), want_decoded.data(), rows, n);
+        for (const Q::Isa isa : Q::supported_isas()) {
+          for (const int threads : {1, 2}) {
+            Q::set_isa(isa);
+            Q::set_num_threads(threads);
+            std::vector<unsigned char> got(size, 0xa5);
+            Q::ggml_quantize_rows(type, x.data(), got.data(), rows, n,
+                                  use_imatrix ? imatrix.data() : nullptr);
+            EXPECT_EQ(got, want) << Q::to_string(isa) << ", " << threads << " threads";
+            std::vector<float> decoded(x.size(), -1.0f);
+            Q::ggml_dequantize_rows(type, want.data(), decoded.data(), rows, n);
+            EXPECT_EQ(0, std::memcmp(decoded.data(), want_decoded.data(), x.size() * 4))
+                << "decode on " << Q::to_string(isa) << ", " << threads << " threads";
+          }
         }
       }
     }

@@ -118,6 +118,16 @@ TEST(Environment, LucidqIsaPinsTheTierAtFirstUse) {
                           "LUCIDQ_ISA");
     return;
   }
+  // A tier this CPU lacks (detected independently of the library) must be refused with
+  // the documented message, never silently replaced or crash.
+  const Q::Isa wanted = Q::isa_from_string(pinned);
+  if (wanted > expected_best_isa()) {
+    std::cout << "[ tiers ] LUCIDQ_ISA=" << pinned << " is beyond this CPU (best tier "
+              << Q::to_string(expected_best_isa()) << "): checking that it is refused\n";
+    EXPECT_ERROR_CONTAINS(Q::active_isa(), "LUCIDQ_ISA = \"" + pinned + "\" but this CPU (");
+    EXPECT_ERROR_CONTAINS(Q::active_isa(), "does not support it");
+    return;
+  }
   EXPECT_EQ(Q::to_string(Q::active_isa()), pinned);
 }
 

@@ -2,7 +2,8 @@
 
 Read a file (metadata with its GGUF types, tensor infos, tensors decoded exactly as ggml's
 ``to_float`` does), write one (ggml's bytes: the KV order given, alignment, padding),
-quantize a NumPy array to a ggml block type or decode one, and run the whole-file job of
+quantize a NumPy array to a ggml block type or decode one (lucidq.ggml_quantize /
+ggml_dequantize, with the rows kept as rows), and run the whole-file job of
 ``lucidq quantize --type PRESET`` (llama-quantize's presets and mixture).
 
 >>> import numpy as np
@@ -215,15 +216,19 @@ def quantize(x, type, imatrix=None):
     ggml_quantize_chunk's bytes. `imatrix`: one importance weight per column (llama.cpp's
     imatrix entry), for the types that use one."""
     x = np.ascontiguousarray(np.asarray(x, dtype=np.float32))
-    w = None if imatrix is None else np.ascontiguousarray(np.asarray(imatrix, np.float32).ravel())
-    return _lucidq._ggml_quantize(x, type, w)
+    if x.ndim == 0:
+        raise _lucidq.Error("x: a scalar (expected rows of values, ndim >= 1)")
+    w = None if imatrix is None else np.asarray(imatrix, np.float32).ravel()
+    blocks = _lucidq.ggml_quantize(x, type, w)
+    rows = x.size // x.shape[-1] if x.shape[-1] else 0
+    return blocks.reshape(rows, -1) if rows else blocks.reshape(0, 0)
 
 
 def dequantize(data, type, shape):
     """Decodes ggml blocks of `type` (uint8, as quantize returns them or a GGUF file stores
     them) into a float32 array of `shape`, exactly as ggml's to_float does."""
     data = np.ascontiguousarray(np.asarray(data, dtype=np.uint8)).reshape(-1)
-    return _lucidq._ggml_dequantize(data, type, [int(d) for d in shape])
+    return _lucidq.ggml_dequantize(data, type, [int(d) for d in shape])
 
 
 def quantize_file(input, output, *, type="Q8_0", imatrix=None, pure=False,

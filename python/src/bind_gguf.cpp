@@ -189,65 +189,6 @@ void bind_gguf(py::module_& m) {
       py::arg("blobs"), py::arg("overwrite"), "Native part of lucidq.gguf.write.");
 
   m.def(
-      "_ggml_quantize",
-      [](const py::array_t<float, py::array::c_style | py::array::forcecast>& x,
-         const std::string& type_name, const std::optional<py::array_t<float>>& imatrix) {
-        const Q::GgmlType type = ggml_type_named(type_name);
-        if (x.ndim() == 0) throw Q::Error("x: a scalar (expected rows of values, ndim >= 1)");
-        const std::int64_t n_per_row = x.shape(x.ndim() - 1);
-        const std::int64_t rows = n_per_row == 0 ? 0 : x.size() / n_per_row;
-        const float* weights = nullptr;
-        py::array_t<float, py::array::c_style | py::array::forcecast> w;
-        if (imatrix) {
-          w = *imatrix;
-          if (w.size() != n_per_row) {
-            throw Q::Error("imatrix: " + std::to_string(w.size()) + " values (expected " +
-                           std::to_string(n_per_row) + ", one per column of x)");
-          }
-          weights = w.data();
-        }
-        const std::int64_t row_bytes = Q::ggml_row_size(type, n_per_row);
-        py::array_t<std::uint8_t> out(
-            {static_cast<py::ssize_t>(rows), static_cast<py::ssize_t>(row_bytes)});
-        {
-          py::gil_scoped_release release;
-          if (rows > 0) {
-            Q::ggml_quantize_rows(type, x.data(), out.mutable_data(), rows, n_per_row, weights);
-          }
-        }
-        return out;
-      },
-      py::arg("x"), py::arg("type"), py::arg("imatrix"), "Native part of lucidq.gguf.quantize.");
-
-  m.def(
-      "_ggml_dequantize",
-      [](const py::array_t<std::uint8_t, py::array::c_style>& data, const std::string& type_name,
-         const std::vector<std::int64_t>& shape) {
-        const Q::GgmlType type = ggml_type_named(type_name);
-        if (shape.empty()) throw Q::Error("shape: empty (expected at least one dimension)");
-        std::int64_t count = 1;
-        for (const std::int64_t d : shape)
-          count *= d;
-        const std::int64_t n_per_row = shape.back();
-        const std::int64_t rows = n_per_row == 0 ? 0 : count / n_per_row;
-        const std::int64_t expected = rows * Q::ggml_row_size(type, n_per_row);
-        if (data.size() != expected) {
-          throw Q::Error("data: " + std::to_string(data.size()) + " bytes (expected " +
-                         std::to_string(expected) + " for " + ggml_name(type) + " of shape " +
-                         Q::to_string(Q::Shape(shape)) + ")");
-        }
-        py::array_t<float> out(shape);
-        {
-          py::gil_scoped_release release;
-          if (rows > 0) {
-            Q::ggml_dequantize_rows(type, data.data(), out.mutable_data(), rows, n_per_row);
-          }
-        }
-        return out;
-      },
-      py::arg("data"), py::arg("type"), py::arg("shape"), "Native part of lucidq.gguf.dequantize.");
-
-  m.def(
       "_gguf_quantize_file",
       [](const std::string& input, const std::string& output, const std::string& preset,
          const std::optional<std::string>& imatrix_path, bool pure, bool leave_output_tensor,

@@ -10,9 +10,29 @@ void bind_runtime(py::module_& m) {
       "active_isa", [] { return Q::to_string(Q::active_isa()); },
       "The kernel tier in use: 'reference', 'avx2' or 'avx512'.");
   m.def(
-      "set_isa", [](const std::string& name) { Q::set_isa(Q::isa_from_string(name)); },
+      "set_isa",
+      [](const std::string& name) {
+        for (const Q::Isa isa : {Q::Isa::reference, Q::Isa::avx2, Q::Isa::avx512}) {
+          if (name == Q::to_string(isa)) return Q::set_isa(isa);
+        }
+        Q::set_isa(Q::kernel_variant_from_string(name));
+      },
       py::arg("isa"),
-      "Pins the kernel tier ('reference', 'avx2', 'avx512'); ValueError if the CPU lacks it.");
+      "Pins the kernel tier ('reference', 'avx2', 'avx512': the tier's best variant) or one "
+      "variant ('avx2_base', 'avx_vnni', 'avx512_bw', 'avx512_vnni'); ValueError if the CPU "
+      "lacks it.");
+  m.def(
+      "active_variant", [] { return Q::to_string(Q::active_variant()); },
+      "The kernel variant in use, e.g. 'avx512_vnni'.");
+  m.def(
+      "supported_variants",
+      [] {
+        std::vector<std::string> names;
+        for (Q::KernelVariant variant : Q::supported_variants())
+          names.push_back(Q::to_string(variant));
+        return names;
+      },
+      "The kernel variants this CPU can run, reference first, best last.");
   m.def(
       "supported_isas",
       [] {

@@ -116,6 +116,7 @@ void bind_gemm(py::module_& m);
 void bind_checkpoint(py::module_& m);
 void bind_safetensors(py::module_& m);
 void bind_weight_only(py::module_& m);
+void bind_ggml(py::module_& m);
 void bind_gguf(py::module_& m);
 
 /// A ProgressCallback calling `callback(done, total, bytes_done, bytes_total, tensor)` with

@@ -28,5 +28,6 @@ PYBIND11_MODULE(_lucidq, m) {
   lucidq_python::bind_checkpoint(m);
   lucidq_python::bind_safetensors(m);
   lucidq_python::bind_weight_only(m);
+  lucidq_python::bind_ggml(m);
   lucidq_python::bind_gguf(m);
 }

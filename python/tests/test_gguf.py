@@ -107,13 +107,13 @@ def test_write_infers_metadata_types_and_quantizes(tmp_path, rng):
 
 
 def test_errors_are_value_errors(tmp_path):
-    with pytest.raises(ValueError, match="is not a ggml type"):
+    with pytest.raises(ValueError, match="ggml type \"q9_9\" is unknown"):
         gguf.quantize(np.zeros((1, 32), np.float32), "q9_9")
     with pytest.raises(ValueError, match="not a multiple of q4_K's block size 256"):
         gguf.quantize(np.zeros((1, 96), np.float32), "q4_K")
-    with pytest.raises(ValueError, match="imatrix: 3 values"):
+    with pytest.raises(ValueError, match="imatrix has 3 values"):
         gguf.quantize(np.zeros((1, 32), np.float32), "q4_0", imatrix=[1, 2, 3])
-    with pytest.raises(ValueError, match="bytes \\(expected 34"):
+    with pytest.raises(ValueError, match="10 bytes given"):
         gguf.dequantize(np.zeros(10, np.uint8), "q8_0", (1, 32))
     bad = tmp_path / "bad.gguf"
     bad.write_bytes(b"GGUF" + struct.pack("<I", 2) + bytes(16))

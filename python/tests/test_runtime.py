@@ -26,6 +26,27 @@ def test_every_supported_tier_gives_the_same_codes():
         lucidq.set_isa(original)
 
 
+def test_every_supported_variant_can_be_pinned_and_gives_the_same_codes():
+    seed = 20261201
+    print(f"seed={seed}")
+    x = np.random.default_rng(seed).standard_normal(4099).astype(np.float32)
+    qp = lucidq.QParams.per_tensor(0.03, -2, lucidq.qint8)
+    original = lucidq.active_variant()
+    variants = lucidq.supported_variants()
+    assert variants[0] == "reference"
+    try:
+        codes = {}
+        for variant in variants:
+            lucidq.set_isa(variant)
+            assert lucidq.active_variant() == variant
+            codes[variant] = lucidq.quantize(x, qp).int_repr()
+        for variant in variants:
+            np.testing.assert_array_equal(codes[variant], codes["reference"])
+    finally:
+        lucidq.set_isa(original)
+    assert lucidq.active_variant() == original
+
+
 def test_unknown_tier_is_a_clear_error():
     with pytest.raises(ValueError, match="avx9"):
         lucidq.set_isa("avx9")

@@ -4,9 +4,9 @@
 #include <cmath>
 #include <limits>
 
-#include "core/param_layout.hpp"
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/quantize.hpp"
+#include "support/param_layout.hpp"
 
 namespace lucid::quantization {
 namespace {

@@ -6,9 +6,9 @@
 #include <sstream>
 #include <tuple>
 
-#include "core/param_layout.hpp"
 #include "core/qparams_formula.hpp"
 #include "lucid/quantization/error.hpp"
+#include "support/param_layout.hpp"
 
 namespace lucid::quantization {
 namespace {

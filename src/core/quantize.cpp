@@ -5,11 +5,11 @@
 #include <algorithm>
 
 #include "core/kernel_args.hpp"
-#include "core/param_layout.hpp"
+#include "kernels/affine_spec.hpp"
 #include "kernels/dispatch.hpp"
 #include "kernels/parallel.hpp"
-#include "kernels/reference/affine.hpp"
 #include "lucid/quantization/error.hpp"
+#include "support/param_layout.hpp"
 
 namespace lucid::quantization {
 namespace {

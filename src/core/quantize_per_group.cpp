@@ -3,12 +3,12 @@
 #include <cmath>
 
 #include "core/kernel_args.hpp"
-#include "core/param_layout.hpp"
 #include "core/qparams_formula.hpp"
 #include "kernels/dispatch.hpp"
 #include "kernels/parallel.hpp"
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/quantize.hpp"
+#include "support/param_layout.hpp"
 
 namespace lucid::quantization {
 namespace {

@@ -3,11 +3,11 @@
 #include <cmath>
 
 #include "core/kernel_args.hpp"
-#include "core/param_layout.hpp"
 #include "kernels/dispatch.hpp"
 #include "kernels/parallel.hpp"
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/qparams.hpp"
+#include "support/param_layout.hpp"
 
 namespace lucid::quantization {
 

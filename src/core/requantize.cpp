@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "core/kernel_args.hpp"
-#include "core/param_layout.hpp"
 #include "kernels/dispatch.hpp"
 #include "kernels/parallel.hpp"
 #include "lucid/quantization/error.hpp"
+#include "support/param_layout.hpp"
 
 namespace lucid::quantization {
 namespace {

@@ -24,7 +24,7 @@ constexpr std::int64_t min_macs_per_thread = std::int64_t{1} << 21;
 
 }  // namespace
 
-void run_gemm(const ActivationRows& a, const PackedWeightsInt8::Layout& w, const GemmKernel& kernel,
+void run_gemm(const ActivationRows& a, const PackedWeightsInt8::Layout& w, GemmKernelFn kernel,
               const TileStage& stage) {
   if (a.rows == 0) return;
   const bool small = a.rows <= small_m;
@@ -57,7 +57,7 @@ void run_gemm(const ActivationRows& a, const PackedWeightsInt8::Layout& w, const
       block.column_sums = w.column_sums.data() + panel_begin * panel_width;
       block.acc = acc.data();
       block.acc_stride = panel_count * panel_width;
-      kernel.run(block);
+      kernel(block);
       const std::int64_t col_begin = panel_begin * panel_width;
       const std::int64_t col_end = std::min(w.n, col_begin + block.acc_stride);
       stage.apply(row_begin, block.rows, col_begin, col_end, acc.data(), block.acc_stride);

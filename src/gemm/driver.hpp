@@ -4,8 +4,8 @@
 
 #include <cstdint>
 
-#include "gemm/gemm_kernels.hpp"
 #include "gemm/packed_layout.hpp"
+#include "kernels/gemm_int8.hpp"
 
 namespace lucid::quantization::igemm {
 
@@ -33,10 +33,10 @@ class TileStage {
   ~TileStage() = default;
 };
 
-/// Computes every tile of C = (A − z) · Wᵀ with `kernel` on num_threads()
-/// threads (fewer for small products; K is never split, so results do not
-/// depend on the count) and passes each tile to `stage`.
-void run_gemm(const ActivationRows& a, const PackedWeightsInt8::Layout& w, const GemmKernel& kernel,
+/// Computes every tile of C = (A − z) · Wᵀ with `kernel` (the entry point's variant) on
+/// num_threads() threads (fewer for small products; K is never split, so results do not depend on
+/// the count) and passes each tile to `stage`.
+void run_gemm(const ActivationRows& a, const PackedWeightsInt8::Layout& w, GemmKernelFn kernel,
               const TileStage& stage);
 
 }  // namespace lucid::quantization::igemm

@@ -115,7 +115,7 @@ void gemm_dynamic(const float* a, std::int64_t m, std::int64_t a_row_stride,
   rows.flip = flip;
   rows.zero_points = zero_points.data();
   rows.per_row = true;
-  igemm::run_gemm(rows, w.layout(), igemm::gemm_kernel(),
+  igemm::run_gemm(rows, w.layout(), kt.gemm,
                   igemm::FloatStage(FloatOutput{c, c_row_stride, bias}, scales.data(), true,
                                     w.scales().data()));
 }

@@ -5,7 +5,6 @@ target_sources(lucidq PRIVATE
   gemm/output_stage.cpp
   gemm/gemm.cpp
   gemm/dynamic.cpp
-  gemm/gemm_table.cpp
   kernels/reference/gemm.cpp
 )
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")

@@ -7,6 +7,7 @@
 
 #include "gemm/driver.hpp"
 #include "gemm/output_stage.hpp"
+#include "kernels/dispatch.hpp"
 #include "lucid/quantization/error.hpp"
 
 namespace lucid::quantization {
@@ -74,7 +75,7 @@ void gemm(const ActivationMatrix& a, const PackedWeightsInt8& w, const Int32Outp
   std::int32_t zero_point = 0;
   const igemm::ActivationRows rows = check_activations(a, w, zero_point);
   check_output(c.data, c.row_stride, w.rows(), a.rows);
-  igemm::run_gemm(rows, w.layout(), igemm::gemm_kernel(), igemm::Int32Stage(c));
+  igemm::run_gemm(rows, w.layout(), kernels::active().gemm, igemm::Int32Stage(c));
 }
 
 void gemm(const ActivationMatrix& a, const PackedWeightsInt8& w, const FloatOutput& c) {
@@ -82,7 +83,7 @@ void gemm(const ActivationMatrix& a, const PackedWeightsInt8& w, const FloatOutp
   const igemm::ActivationRows rows = check_activations(a, w, zero_point);
   check_scale("a.scale", a.scale);
   check_output(c.data, c.row_stride, w.rows(), a.rows);
-  igemm::run_gemm(rows, w.layout(), igemm::gemm_kernel(),
+  igemm::run_gemm(rows, w.layout(), kernels::active().gemm,
                   igemm::FloatStage(c, &a.scale, false, w.scales().data()));
 }
 
@@ -112,8 +113,9 @@ void gemm(const ActivationMatrix& a, const PackedWeightsInt8& w, const Requantiz
       }
     }
   }
-  igemm::run_gemm(rows, w.layout(), igemm::gemm_kernel(),
-                  igemm::RequantizeStage(c, a.scale, w.layout().scales));
+  const kernels::KernelTable& kt = kernels::active();
+  igemm::run_gemm(rows, w.layout(), kt.gemm,
+                  igemm::RequantizeStage(c, a.scale, w.layout().scales, kt.gemm_requantize_row));
 }
 
 }  // namespace lucid::quantization

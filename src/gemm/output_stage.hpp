@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gemm/driver.hpp"
+#include "kernels/gemm_int8.hpp"
 #include "lucid/quantization/gemm.hpp"
 
 namespace lucid::quantization::igemm {
@@ -43,13 +44,16 @@ class FloatStage final : public TileStage {
 /// (c) C = clamp(nearbyint(double(acc + bias_int32[n]) · m[n] + o[n]) + z_out), in double.
 class RequantizeStage final : public TileStage {
  public:
-  /// Precomputes m[n] and o[n] from validated scales (n = w_scales.size()).
-  RequantizeStage(const RequantizedOutput& c, float a_scale, const std::vector<float>& w_scales);
+  /// Precomputes m[n] and o[n] from validated scales (n = w_scales.size()); `row` is the
+  /// entry point's variant of the per-row kernel.
+  RequantizeStage(const RequantizedOutput& c, float a_scale, const std::vector<float>& w_scales,
+                  RequantizeRowFn row);
   void apply(std::int64_t row_begin, std::int64_t rows, std::int64_t col_begin,
              std::int64_t col_end, const std::int32_t* acc, std::int64_t acc_stride) const override;
 
  private:
   RequantizedOutput c_;
+  RequantizeRowFn row_;
   std::vector<double> bias_;  // bias_int32[n] (0 without one)
   std::vector<double> multiplier_;
   std::vector<double> offset_;

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "gemm/gemm_kernels.hpp"
+#include "kernels/gemm_int8.hpp"
 #include "lucid/quantization/gemm.hpp"
 #include "lucid/quantization/qdtype.hpp"
 

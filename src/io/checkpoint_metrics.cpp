@@ -8,13 +8,17 @@
 #include <span>
 #include <vector>
 
-#include "core/param_layout.hpp"
-#include "io/error_sums.hpp"
+#include "kernels/dispatch.hpp"
+#include "kernels/error_sums.hpp"
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/runtime.hpp"
+#include "support/param_layout.hpp"
 
 namespace lucid::quantization::detail {
 namespace {
+
+using kernels::AccumulateErrorsFn;
+using kernels::ErrorSums;
 
 constexpr std::int64_t kBlock = std::int64_t{1} << 16;  // elements per block (fixed)
 constexpr std::int64_t kChunk = 1024;                   // elements decoded at a time
@@ -242,21 +246,6 @@ Sums block_sums(const TensorView& x, const QParams& qp, std::span<const std::uin
   return sums;
 }
 
-// The accumulate loop of the active ISA tier (LUCIDQ_ISA / set_isa pin it too).
-AccumulateErrorsFn accumulate_for_active_isa() {
-#ifdef LUCIDQ_X86_KERNELS
-  switch (active_isa()) {
-    case Isa::avx512:
-      return &accumulate_errors__avx512;
-    case Isa::avx2:
-      return &accumulate_errors__avx2;
-    case Isa::reference:
-      break;
-  }
-#endif
-  return &accumulate_errors__reference;
-}
-
 int threads_for_blocks(std::int64_t blocks) {
   return static_cast<int>(std::clamp<std::int64_t>(blocks, 1, num_threads()));
 }
@@ -304,7 +293,7 @@ ErrorMetrics streaming_error_metrics(const TensorView& original, const QParams& 
   const ParamLayout layout =
       ParamLayout::make(original.shape, qparams.qscheme, qparams.ch_axis, qparams.group_size);
   const std::int64_t blocks = (n + kBlock - 1) / kBlock;
-  const AccumulateErrorsFn accumulate = accumulate_for_active_isa();
+  const kernels::AccumulateErrorsFn accumulate = kernels::active().accumulate_errors;
   std::vector<Sums> partial(static_cast<std::size_t>(blocks));
 #ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads_for_blocks(blocks))
@@ -328,7 +317,8 @@ ErrorMetrics streaming_error_metrics(const TensorView& original, const Quantized
   return streaming_error_metrics(original, quantized.qparams(), quantized.storage());
 }
 
-ErrorMetricsAccumulator::ErrorMetricsAccumulator() : accumulate_(accumulate_for_active_isa()) {}
+ErrorMetricsAccumulator::ErrorMetricsAccumulator()
+    : accumulate_(kernels::active().accumulate_errors) {}
 
 void ErrorMetricsAccumulator::add(const float* x, const float* x_hat, std::int64_t n) {
   accumulate_(x, x_hat, n, sums_);
@@ -352,11 +342,6 @@ ErrorMetrics ErrorMetricsAccumulator::finish() const {
   sums.count = count_;
   sums.errors = sums_;
   return sums.finish();
-}
-
-void accumulate_errors__reference(const float* x, const float* x_hat, std::int64_t n,
-                                  ErrorSums& sums) {
-  accumulate_errors_loop(x, x_hat, n, sums);
 }
 
 std::int64_t count_nonfinite(const TensorView& x) {

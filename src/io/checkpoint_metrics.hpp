@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <span>
 
-#include "io/error_sums.hpp"
+#include "kernels/error_sums.hpp"
 #include "lucid/quantization/metrics.hpp"
 #include "lucid/quantization/quantized_tensor.hpp"
 #include "lucid/quantization/tensor.hpp"
@@ -39,8 +39,8 @@ class ErrorMetricsAccumulator {
 
  private:
   std::int64_t count_ = 0;
-  ErrorSums sums_;
-  AccumulateErrorsFn accumulate_;
+  kernels::ErrorSums sums_;
+  kernels::AccumulateErrorsFn accumulate_;
 };
 
 /// The number of NaN and +-Inf elements of `x` (0 when x is not floating point). Unaligned

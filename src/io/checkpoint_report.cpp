@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "io/atomic_file.hpp"
 #include "lucid/quantization/safetensors.hpp"
+#include "support/atomic_file.hpp"
 
 namespace lucid::quantization {
 namespace {

@@ -3,7 +3,7 @@
 #include <cstring>
 #include <set>
 
-#include "io/atomic_file.hpp"
+#include "support/atomic_file.hpp"
 #include "io/gguf_format.hpp"
 #include "io/safetensors_format.hpp"
 #include "lucid/quantization/error.hpp"

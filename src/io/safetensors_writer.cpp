@@ -5,10 +5,10 @@
 #include <string>
 #include <unordered_map>
 
-#include "io/atomic_file.hpp"
 #include "io/safetensors_format.hpp"
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/safetensors.hpp"
+#include "support/atomic_file.hpp"
 
 namespace lucid::quantization {
 

@@ -100,4 +100,20 @@ std::vector<Isa> supported_isas() {
   return isas;
 }
 
+std::vector<KernelVariant> supported_variants() {
+  const CpuFeatures f = cpu_features();
+  std::vector<KernelVariant> variants{KernelVariant::reference};
+#if defined(LUCIDQ_X86_KERNELS)
+  const bool avx2 = f.avx2 && f.fma && f.f16c;
+  const bool avx512 = avx2 && f.avx512f && f.avx512bw && f.avx512vl;
+  if (avx2) variants.push_back(KernelVariant::avx2_base);
+  if (avx2 && f.avx_vnni) variants.push_back(KernelVariant::avx_vnni);
+  if (avx512) variants.push_back(KernelVariant::avx512_bw);
+  if (avx512 && f.avx512vnni) variants.push_back(KernelVariant::avx512_vnni);
+#else
+  (void)f;
+#endif
+  return variants;
+}
+
 }  // namespace lucid::quantization

@@ -133,17 +133,10 @@ inline std::int8_t truncate_to_int8(float f) {
 }
 
 /// float32 -> fp16 bits as ggml's GGML_FP32_TO_FP16: round to nearest even with subnormals,
-/// overflow to +-Inf, NaN -> 0x7e00 with the sign kept.
-inline std::uint16_t ggml_fp16(float f) {
-  std::uint32_t bits;
-  std::memcpy(&bits, &f, sizeof bits);
-  if ((bits & 0x7fffffffu) > 0x7f800000u)
-    return static_cast<std::uint16_t>(((bits >> 16) & 0x8000u) | 0x7e00u);
-  return float_to_float16(f);
-}
+/// overflow to +-Inf, NaN -> 0x7e00 with the sign kept. (Out of line, in the reference tier, so
+/// the ISA tiers can call it without an instance compiled with their flags.)
+std::uint16_t ggml_fp16(float f);
 /// fp16 bits -> float32 (exact).
-inline float ggml_fp32(std::uint16_t h) {
-  return float16_to_float(h);
-}
+float ggml_fp32(std::uint16_t h);
 
 }  // namespace lucid::quantization::kernels

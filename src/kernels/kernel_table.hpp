@@ -1,14 +1,19 @@
-// Internal: the signatures of every kernel and the KernelTable one tier fills.
+// Internal: the signatures of every kernel and the KernelTable one variant fills.
 //
-// A kernel processes a contiguous run of `n` elements with no allocation, no
+// An elementwise kernel processes a contiguous run of `n` elements with no allocation, no
 // threading and no validation: the caller (src/core) has already checked the
-// parameters and split the work. Every tier must produce bit-identical output
-// to the reference tier (src/kernels/reference), which is the specification.
+// parameters and split the work. The other families' contracts are in their headers
+// (gemm_int8.hpp, weight_only.hpp, error_sums.hpp, histogram.hpp). Every tier must produce
+// bit-identical output to the reference tier (src/kernels/reference), which is the specification.
 #pragma once
 
 #include <cstdint>
 
 #include "kernels/ggml_blocks.hpp"
+#include "kernels/error_sums.hpp"
+#include "kernels/gemm_int8.hpp"
+#include "kernels/histogram.hpp"
+#include "kernels/weight_only.hpp"
 #include "lucid/quantization/runtime.hpp"
 
 namespace lucid::quantization::kernels {
@@ -76,8 +81,8 @@ using RequantizeFn = void (*)(const std::int32_t* acc, std::int64_t n, float mul
 using RequantizeVecFn = void (*)(const std::int32_t* acc, std::int64_t n, const float* multiplier,
                                  const std::int32_t* zero_point, Grid grid, std::uint8_t* out);
 
-/// Every kernel of one tier. A tier may point an entry at the reference
-/// kernel where it has nothing faster.
+/// Every kernel of one variant (runtime.hpp, KernelVariant). A variant may point an entry at
+/// another variant's kernel where it has nothing faster.
 struct KernelTable {
   Isa isa;
   QuantizeFn quantize[float_type_count][code_width_count];
@@ -99,15 +104,29 @@ struct KernelTable {
   AbsMaxVecFn abs_max_vec[float_type_count];
   RequantizeFn requantize;
   RequantizeVecFn requantize_vec;
-  // ggml block types, indexed by GgmlKernel (kernels/ggml_blocks.hpp).
-  GgmlQuantizeRowFn ggml_quantize[ggml_kernel_count];
+  // The table's variant (its tier is `isa`) and its name (to_string(variant)).
+  KernelVariant variant;
+  const char* name;
+  // The kernel families beyond the elementwise ones; each contract is in the header named.
+  igemm::GemmKernelFn gemm;                          // gemm_int8.hpp: int32 accumulators
+  igemm::RequantizeRowFn gemm_requantize_row;        // gemm_int8.hpp: the requantized output stage
+  weight_only::PanelsKernel weight_only_f32;         // weight_only.hpp: float activations
+  weight_only::Int8Kernel weight_only_u8_few_rows;   // int8 activations: int4 codes, int8 few rows
+  weight_only::Int8Kernel weight_only_u8_many_rows;  // int8 activations: int8 codes, many rows
+  AccumulateErrorsFn accumulate_errors;              // error_sums.hpp
+  HistcIndicesFn histc_indices;                      // histogram.hpp
+  GridIndicesFn grid_indices;
+  L2NormsFn l2_norms;
+  GgmlQuantizeRowFn ggml_quantize[ggml_kernel_count];  // ggml_blocks.hpp, indexed by GgmlKernel
   GgmlDequantizeFn ggml_dequantize[ggml_kernel_count];
 };
 
-/// The tables each tier defines (src/kernels/<tier>/table.cpp). The avx2 and
-/// avx512 tables may only be used when the CPU supports them.
+/// The tables each variant defines (src/kernels/<tier>/table.cpp): reference, avx2_base,
+/// avx_vnni, avx512_bw, avx512_vnni. The x86 ones may only be used when the CPU supports them.
 const KernelTable& reference_table();
 const KernelTable& avx2_table();
+const KernelTable& avx_vnni_table();
 const KernelTable& avx512_table();
+const KernelTable& avx512_vnni_table();
 
 }  // namespace lucid::quantization::kernels

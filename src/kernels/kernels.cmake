@@ -9,12 +9,18 @@ target_sources(lucidq PRIVATE
   kernels/reference/range.cpp
   kernels/reference/requantize.cpp
   kernels/reference/table.cpp
+  kernels/reference/gemm_output.cpp
+  kernels/reference/error_sums.cpp
+  kernels/reference/histogram.cpp
   kernels/reference/ggml_search.cpp
   kernels/reference/ggml_legacy.cpp
   kernels/reference/ggml_kquants.cpp
+  kernels/reference/ggml_kquant_finish.cpp
   kernels/reference/ggml_iq4_nl.cpp
   kernels/reference/ggml_table.cpp
 )
+# The histogram loops vectorise only when comparisons may be if-converted (values unchanged).
+set_source_files_properties(kernels/reference/histogram.cpp PROPERTIES COMPILE_OPTIONS -fno-trapping-math)
 
 # Bit-exactness needs x * inv_scale rounded on its own: no FMA contraction anywhere.
 target_compile_options(lucidq PRIVATE -ffp-contract=off)
@@ -26,16 +32,21 @@ endif()
 
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
   set(lucidq_avx2_kernels
-    kernels/avx2/quantize.cpp kernels/avx2/pack.cpp kernels/avx2/range.cpp kernels/avx2/requantize.cpp)
+    kernels/avx2/quantize.cpp kernels/avx2/pack.cpp kernels/avx2/range.cpp kernels/avx2/requantize.cpp
+    kernels/avx2/error_sums.cpp kernels/avx2/ggml.cpp)
   set(lucidq_avx512_kernels
     kernels/avx512/quantize.cpp kernels/avx512/pack.cpp kernels/avx512/range.cpp
-    kernels/avx512/requantize.cpp)
+    kernels/avx512/requantize.cpp kernels/avx512/error_sums.cpp kernels/avx512/gemm_output.cpp
+    kernels/avx512/ggml.cpp)
   target_sources(lucidq PRIVATE ${lucidq_avx2_kernels} ${lucidq_avx512_kernels}
-    kernels/avx2/table.cpp kernels/avx512/table.cpp)
+    kernels/avx2/histogram.cpp kernels/avx2/table.cpp kernels/avx512/table.cpp)
   # Only these files see the ISA flags; the tables that copy the reference table do not.
   # (GCC 12 warns falsely about the _mm512_undefined_* values in its own intrinsics, GCC bug 105593.)
   set_source_files_properties(${lucidq_avx2_kernels} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c")
   set_source_files_properties(${lucidq_avx512_kernels} PROPERTIES
     COMPILE_OPTIONS "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512vl;-Wno-maybe-uninitialized;-Wno-uninitialized")
+  # AVX2 alone for the histogram loops (what GCC's target_clones("avx2") built before).
+  set_source_files_properties(kernels/avx2/histogram.cpp PROPERTIES
+    COMPILE_OPTIONS "-mavx2;-fno-trapping-math")
   target_compile_definitions(lucidq PRIVATE LUCIDQ_X86_KERNELS)
 endif()

@@ -5,6 +5,7 @@
 #include <array>
 #include <cfloat>
 
+#include "kernels/dispatch.hpp"
 #include "lucid/quantization/error.hpp"
 #include "observers/bin_counter.hpp"
 
@@ -67,34 +68,6 @@ void DyadicHistogram::regrid(float new_min, float new_max) {
   gridded_ = true;
 }
 
-namespace {
-
-// Bin indices of m values on the grid (scale = 2^-level, base) or, without a grid, bin 0;
-// `skip` for non-finite values. Branch-free so that it vectorises; cloned for AVX2 (GCC picks
-// the clone once, at load time, from the CPU).
-//
-// floor(y) for |y| < 2^51: round to nearest by adding and removing 1.5 * 2^52, then step down
-// where that rounded up. y = x * 2^-level is exact, and |y| < 2^25 * bins <= 2^49 (the grid
-// spans at least one float32 ulp of max |x| over at most `bins` bins); floor - base is then an
-// exact integer in [0, bins) for every x in [min, max].
-__attribute__((target_clones("avx2", "default"))) void grid_indices(const float* v, std::int64_t m,
-                                                                    bool absolute, bool gridded,
-                                                                    double scale, double base,
-                                                                    std::int32_t skip,
-                                                                    std::int32_t* idx) {
-  constexpr double kRound = 6755399441055744.0;
-  for (std::int64_t j = 0; j < m; ++j) {
-    const float x = absolute ? std::fabs(v[j]) : v[j];
-    const bool ok = std::fabs(x) <= FLT_MAX;
-    const double y = ok && gridded ? static_cast<double>(x) * scale : base;
-    const double nearest = (y + kRound) - kRound;
-    const double floor = nearest > y ? nearest - 1.0 : nearest;
-    idx[j] = ok ? static_cast<std::int32_t>(floor - base) : skip;
-  }
-}
-
-}  // namespace
-
 void DyadicHistogram::add(const float* v, std::int64_t n, std::int64_t finite, float lo, float hi,
                           bool absolute) {
   const float new_min = std::min(min_, lo);
@@ -105,6 +78,7 @@ void DyadicHistogram::add(const float* v, std::int64_t n, std::int64_t finite, f
   const auto skip = static_cast<std::int32_t>(bins_);
   const double scale = std::ldexp(1.0, -level_);
   const auto base = static_cast<double>(gridded_ ? base_ : 0);
+  const kernels::GridIndicesFn grid_indices = kernels::active().grid_indices;
   BinCounter counter(bins_);
   std::array<std::int32_t, kIndexChunk> idx;
   for (std::int64_t start = 0; start < n; start += kIndexChunk) {

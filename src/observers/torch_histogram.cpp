@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/dispatch.hpp"
 #include "observers/bin_counter.hpp"
 
 namespace lucid::quantization::detail {
@@ -85,68 +86,7 @@ float torch_sum(std::span<const float> values) {
   return total;
 }
 
-namespace {
-
-// std::fmod(a, b) for b > 0 and |a / b| < 2^28, exactly and without a libm call: q * b is
-// exact in double (24 + 28 bits), so is a - q * b, and one step fixes a truncated quotient
-// that rounding carried across an integer.
-inline float fast_fmod(float a, float b) {
-  const double wide_b = b;
-  const double q = std::trunc(static_cast<double>(a) / wide_b);
-  double r = static_cast<double>(a) - q * wide_b;
-  if (a >= 0.0f) {
-    r = r < 0.0 ? r + wide_b : (r >= wide_b ? r - wide_b : r);
-  } else {
-    r = r > 0.0 ? r - wide_b : (r <= -wide_b ? r + wide_b : r);
-  }
-  return static_cast<float>(r);
-}
-
-inline float libm_fmod(float a, float b) {
-  return std::fmod(a, b);
-}
-
-// c10::div_floor_floating (PyTorch's float32 floor division), with `fmod` for the remainder.
-template <float (*fmod)(float, float)>
-inline float div_floor(float a, float b) {
-  const float mod = fmod(a, b);
-  float div = (a - mod) / b;
-  if (mod != 0.0f && ((b < 0.0f) != (mod < 0.0f))) div -= 1.0f;
-  if (div == 0.0f) return std::copysign(0.0f, a / b);
-  float floordiv = std::floor(div);
-  if (div - floordiv > 0.5f) floordiv += 1.0f;
-  return floordiv;
-}
-
-}  // namespace
-
 // ------------------------------------------------------------------ histc
-
-namespace {
-
-// The bin of each of v[0, m) as ATen's histc computes it, `skip` outside [left, right] (and
-// for NaN). Branch-free so that it vectorises: every lane computes the quotient, the selects
-// keep the lanes inside. Cloned for AVX2 (GCC picks the clone once, at load time).
-__attribute__((target_clones("avx2", "default"))) void histc_indices(const float* v, std::int64_t m,
-                                                                     float left, float right,
-                                                                     float fbins, std::int32_t skip,
-                                                                     std::int32_t* idx) {
-  const float width = right - left;
-  const float last = fbins - 1.0f;
-  for (std::int64_t j = 0; j < m; ++j) {
-    const float value = v[j];
-    const bool inside = (value >= left) & (value <= right);
-    // ATen: pos = (int64)((elt - left) * bins / (right - left)); pos == bins -> bins - 1.
-    // A quotient beyond the grid (a range wider than float32, undefined in ATen) also lands
-    // in the last bin.
-    const float quotient = (value - left) * fbins / width;
-    const float kept = inside ? quotient : 0.0f;
-    const float clamped = kept < fbins ? kept : last;
-    idx[j] = inside ? static_cast<std::int32_t>(clamped) : skip;
-  }
-}
-
-}  // namespace
 
 std::vector<float> torch_histc(const float* x, std::int64_t n, std::int64_t bins, double lo,
                                double hi, float data_min, float data_max) {
@@ -161,6 +101,7 @@ std::vector<float> torch_histc(const float* x, std::int64_t n, std::int64_t bins
   const auto left = static_cast<float>(lo);  // linspace end points, float32
   const auto right = static_cast<float>(hi);
   const auto skip = static_cast<std::int32_t>(bins);
+  const kernels::HistcIndicesFn histc_indices = kernels::active().histc_indices;
   BinCounter counter(bins);
   std::array<std::int32_t, kIndexChunk> idx;
   for (std::int64_t start = 0; start < n; start += kIndexChunk) {
@@ -349,41 +290,6 @@ void TorchHistogram::merge(const TorchHistogram& other) {
 
 namespace {
 
-// The per-bin terms of _compute_quantization_error, in float32 as torch's tensors compute
-// them (every operation is the same IEEE float32 operation whichever clone runs).
-template <float (*fmod)(float, float)>
-inline __attribute__((always_inline)) void l2_norms(const float* hist, std::int64_t bins,
-                                                    std::int64_t start, float bw, float dbw,
-                                                    float half, float neg_half, float last_dst,
-                                                    float* norms) {
-  const float full_bin_norm = (half * half * half - neg_half * neg_half * neg_half) / 3.0f;
-  const float neg_half_cube = neg_half * neg_half * neg_half;
-  const float half_cube = half * half * half;
-  for (std::int64_t i = 0; i < bins; ++i) {
-    const float src_begin = static_cast<float>(i - start) * bw;
-    const float src_end = src_begin + bw;
-    const float dst_begin = std::clamp(div_floor<fmod>(src_begin, dbw), 0.0f, last_dst);
-    const float dst_begin_center = (dst_begin + 0.5f) * dbw;
-    const float dst_end = std::clamp(div_floor<fmod>(src_end, dbw), 0.0f, last_dst);
-    const float density = hist[i] / bw;
-    const float delta_begin = src_begin - dst_begin_center;
-    float norm = density * ((half_cube - delta_begin * delta_begin * delta_begin) / 3.0f);
-    norm = norm + (dst_end - dst_begin - 1.0f) * (density * full_bin_norm);
-    const float dst_end_center = dst_end * dbw + half;
-    const float delta_end = src_end - dst_end_center;
-    norm = norm + density * ((delta_end * delta_end * delta_end - neg_half_cube) / 3.0f);
-    norms[i] = norm;
-  }
-}
-
-// Every |src / dbw| below 2^28: the vectorisable remainder; cloned for AVX2 (GCC picks the
-// clone once, at load time).
-__attribute__((target_clones("avx2", "default"))) void l2_norms_fast(
-    const float* hist, std::int64_t bins, std::int64_t start, float bw, float dbw, float half,
-    float neg_half, float last_dst, float* norms) {
-  l2_norms<fast_fmod>(hist, bins, start, bw, dbw, half, neg_half, last_dst, norms);
-}
-
 // _compute_quantization_error: the L2 norm of quantizing bins [start, end] onto dst_nbins levels,
 // in torch's mix of double (Python floats) and float32 (tensors).
 double quantization_error(std::span<const float> hist, float min_val, float max_val,
@@ -401,9 +307,11 @@ double quantization_error(std::span<const float> hist, float min_val, float max_
   const auto last_dst = static_cast<float>(dst_nbins - 1);
   // |src_begin|, |src_end| <= (bins + 1) * bw; with quotients that large only libm's fmod is exact.
   if (static_cast<double>(bins + 1) * bw < 0x1p27 * static_cast<double>(dbw)) {
-    l2_norms_fast(hist.data(), bins, start, bw, dbw, half, neg_half, last_dst, norms.data());
+    kernels::active().l2_norms(hist.data(), bins, start, bw, dbw, half, neg_half, last_dst,
+                               norms.data());
   } else {
-    l2_norms<libm_fmod>(hist.data(), bins, start, bw, dbw, half, neg_half, last_dst, norms.data());
+    kernels::l2_norms_libm_fmod(hist.data(), bins, start, bw, dbw, half, neg_half, last_dst,
+                                norms.data());
   }
   return static_cast<double>(torch_sum(norms));
 }

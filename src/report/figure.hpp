@@ -7,7 +7,7 @@
 #include <functional>
 #include <memory>
 
-#include "io/atomic_file.hpp"
+#include "support/atomic_file.hpp"
 
 namespace lucid::quantization::report {
 
@@ -31,7 +31,7 @@ CairoPtr measuring_context();
 
 /// An output file for one figure, opened before the figure is computed so that a bad path
 /// fails fast. The constructor checks the extension (format_of) and creates a temporary file
-/// in out's directory (io/atomic_file.hpp); write() renders the figure into it and renames it
+/// in out's directory (support/atomic_file.hpp); write() renders the figure into it and renames it
 /// onto `out`. An existing file is replaced only when `overwrite` is true. On any error
 /// (including one thrown by `draw` or reported by Cairo), and when the object is destroyed
 /// without a successful write(), no file and no temporary file remain. Throws Error naming

@@ -5,7 +5,6 @@
 #include <string>
 #include <vector>
 
-#include "core/param_layout.hpp"
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/metrics.hpp"
 #include "lucid/quantization/plot.hpp"
@@ -14,6 +13,7 @@
 #include "report/bars.hpp"
 #include "report/figure.hpp"
 #include "report/histogram.hpp"
+#include "support/param_layout.hpp"
 
 namespace lucid::quantization {
 namespace {

@@ -9,59 +9,33 @@
 #include "core/kernel_args.hpp"
 #include "kernels/dispatch.hpp"
 #include "kernels/parallel.hpp"
+#include "kernels/weight_only.hpp"
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/qparams.hpp"
-#include "weight_only/kernels.hpp"
+#include "weight_only/layout.hpp"
 
 namespace lucid::quantization {
 namespace weight_only {
 
-const KernelTable& kernels_for(Isa isa) {
-#if defined(LUCIDQ_X86_KERNELS)
-  if (isa == Isa::avx512) return avx512_kernels();
-  if (isa == Isa::avx2) return avx2_kernels();
-#endif
-  (void)isa;
-  return reference_kernels();
-}
-
-const KernelTable& weight_only_kernels() {
-  return kernels_for(active_isa());
-}
-
 /// Rows up to which the VNNI int8-activation path decodes int8 codes in registers
-/// (int8_gemv_avx512_vnni) rather than into tiles shared by all rows; int4 codes always take the
-/// in-register kernel. Measured (N = K = 4096, 1 thread, ms, in-register vs tiles, one process
-/// alternating the two): int8 per-channel symmetric M = 32 2.72 vs 3.38, M = 64 5.49 vs 6.06,
-/// M = 128 10.57 vs 10.72, M = 256 21.3 vs 20.4; affine M = 64 5.80 vs 6.05, M = 128 11.40 vs
-/// 10.82, M = 256 22.7 vs 20.6. (int4 g128 at M = 256: 24.1 vs 23.9 affine, 24.6 vs 24.7.)
+/// (weight_only_u8_regs_64c__avx512_vnni) rather than into tiles shared by all rows; int4 codes
+/// always take the in-register kernel. Measured (N = K = 4096, 1 thread, ms, in-register vs tiles,
+/// one process alternating the two): int8 per-channel symmetric M = 32 2.72 vs 3.38, M = 64 5.49
+/// vs 6.06, M = 128 10.57 vs 10.72, M = 256 21.3 vs 20.4; affine M = 64 5.80 vs 6.05, M = 128 11.40
+/// vs 10.82, M = 256 22.7 vs 20.6. (int4 g128 at M = 256: 24.1 vs 23.9 affine, 24.6 vs 24.7.)
 constexpr std::int64_t int8_gemv_max_rows = 64;
 
-/// An int8-activation kernel and the panel multiple that threads split its work on.
-struct Int8Choice {
-  Int8PanelsKernel kernel = &int8_panels_reference;
-  std::int64_t panel_multiple = 1;
-};
-
-/// The int8-activation kernel for the active tier, M rows and the weight's code width: VNNI on
-/// AVX-512 CPUs with it; the AVX2 kernel (int4 and int8 codes) on the AVX2 tier and on AVX-512
-/// without VNNI; else the reference (the same bits, slowly).
-Int8Choice int8_kernel(std::int64_t m, int bits) {
-#if defined(LUCIDQ_X86_KERNELS)
-  if (active_isa() == Isa::avx512 && cpu_features().avx512vnni) {
-    if (bits == 4 || m <= int8_gemv_max_rows) return {&int8_gemv_avx512_vnni, gemv_panels};
-    return {&int8_panels_avx512_vnni, 3};
-  }
-  if (active_isa() != Isa::reference) return {&int8_panels_avx2, 1};
-#endif
-  (void)m;
-  (void)bits;
-  return {};
+/// The int8-activation kernel of the entry point's variant for M rows and the weight's code
+/// width: the few-rows kernel for int4 codes and for int8 codes up to int8_gemv_max_rows rows,
+/// else the many-rows one (the two are the same kernel outside avx512_vnni).
+Int8Kernel int8_kernel(const kernels::KernelTable& kt, std::int64_t m, int bits) {
+  return (bits == 4 || m <= int8_gemv_max_rows) ? kt.weight_only_u8_few_rows
+                                                : kt.weight_only_u8_many_rows;
 }
 
-/// Whether the int8-activation path has a fast kernel for this code width on the active tier.
-bool int8_kernel_is_fast(int bits) {
-  return int8_kernel(1, bits).kernel != &int8_panels_reference;
+/// Whether the int8-activation path has a fast kernel for this code width in the variant.
+bool int8_kernel_is_fast(const kernels::KernelTable& kt, int bits) {
+  return int8_kernel(kt, 1, bits).run != &weight_only_u8_16c__reference;
 }
 
 }  // namespace weight_only
@@ -198,7 +172,7 @@ bool run_int8(const float* xs, std::int64_t stride, std::int64_t m,
   args.bias = bias;
   args.y = y;
   args.y_stride = y_row_stride;
-  const weight_only::Int8Choice choice = weight_only::int8_kernel(m, v.bits);
+  const weight_only::Int8Kernel choice = weight_only::int8_kernel(kernels::active(), m, v.bits);
   const std::int64_t work = v.n * v.k * std::max<std::int64_t>(1, m / 8);
   const int pieces = static_cast<int>(
       std::min<std::int64_t>(kernels::threads_for(work, min_weights_per_thread), v.panels));
@@ -206,7 +180,7 @@ bool run_int8(const float* xs, std::int64_t stride, std::int64_t m,
   // walks all M rows over its panels.
   kernels::parallel_pieces(
       v.panels, pieces, choice.panel_multiple,
-      [&](int, std::int64_t begin, std::int64_t end) { choice.kernel(args, begin, end); });
+      [&](int, std::int64_t begin, std::int64_t end) { choice.run(args, begin, end); });
   return true;
 }
 
@@ -228,7 +202,7 @@ WeightOnlyActivations resolve_activations(const WeightOnlyOptions& options, std:
   if (options.activations != WeightOnlyActivations::automatic) return options.activations;
   const bool fits = w.layout().view.group_length <= int8_max_group;
   (void)m;  // deliberately not a function of M: rows are batch-invariant
-  return (fits && weight_only::int8_kernel_is_fast(w.layout().view.bits))
+  return (fits && weight_only::int8_kernel_is_fast(kernels::active(), w.layout().view.bits))
              ? WeightOnlyActivations::int8_dynamic
              : WeightOnlyActivations::float32;
 }
@@ -317,7 +291,7 @@ void weight_only_gemm(const void* x, ScalarType x_type, std::int64_t m, std::int
   args.y = y;
   args.y_stride = y_row_stride;
 
-  const weight_only::PanelsKernel kernel = weight_only::weight_only_kernels().panels;
+  const weight_only::PanelsKernel kernel = kernels::active().weight_only_f32;
   const std::int64_t work = v.n * v.k * std::max<std::int64_t>(1, m / 8);
   const int pieces = static_cast<int>(
       std::min<std::int64_t>(kernels::threads_for(work, min_weights_per_thread), v.panels));

@@ -43,14 +43,41 @@ CpuFeatures cpu_features();
 std::vector<Isa> supported_isas();
 
 /// The tier in use. On first use it is the environment variable LUCIDQ_ISA
-/// when set, else the best supported tier. Throws Error at first use when
-/// LUCIDQ_ISA names an unknown tier or one this CPU lacks (a pinned path is
-/// never silently replaced). Thread-safe.
+/// when set (a tier name: that tier's best variant; or a KernelVariant name), else the best
+/// supported tier. Throws Error at first use when LUCIDQ_ISA names an unknown tier or
+/// variant or one this CPU lacks (a pinned path is never silently replaced). Thread-safe.
 Isa active_isa();
-/// Pins the tier for the whole process (tests, benchmarks, bug reports).
+/// Pins the tier for the whole process (tests, benchmarks, bug reports): its best variant.
 /// Throws Error when the CPU lacks it. Not to be called while another thread
 /// is inside a library call.
 void set_isa(Isa isa);
+
+/// A kernel variant: one tier's kernel table, specialised for an optional instruction-set
+/// extension (the VNNI dot products). The default is the best variant of the active tier;
+/// LUCIDQ_ISA and set_isa() pin any of them, so a test or a bug report can reproduce every
+/// path. Every variant computes the same results as the reference where the reference is exact.
+///   reference    the scalar specification (any CPU)
+///   avx2_base    AVX2 + FMA + F16C
+///   avx_vnni     avx2_base, with AVX-VNNI for the int8 GEMM
+///   avx512_bw    AVX-512 F + BW + VL (with the AVX2 int8-activation weight-only kernel)
+///   avx512_vnni  avx512_bw, with AVX512-VNNI for the int8 GEMM and weight-only kernels
+enum class KernelVariant { reference, avx2_base, avx_vnni, avx512_bw, avx512_vnni };
+
+/// The variant's name, as listed above.
+std::string to_string(KernelVariant variant);
+/// Parses a variant name. Throws Error naming the text and the accepted names.
+KernelVariant kernel_variant_from_string(std::string_view name);
+/// The tier a variant belongs to.
+Isa tier_of(KernelVariant variant);
+/// The variants this CPU can run, reference first, best last.
+std::vector<KernelVariant> supported_variants();
+/// The variant in use (the best one of active_isa() unless a variant was pinned). Throws as
+/// active_isa() does.
+KernelVariant active_variant();
+/// Pins one variant for the whole process (set_isa(Isa) pins its tier's best variant).
+/// Throws Error when the CPU lacks it. Not to be called while another thread is inside a
+/// library call.
+void set_isa(KernelVariant variant);
 
 /// Threads used for large inputs (small ones stay on one thread). Default:
 /// LUCIDQ_NUM_THREADS, else OMP_NUM_THREADS, else the number of cores; 1 when

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "gemm/gemm_kernels.hpp"
+#include "kernels/gemm_int8.hpp"
 
 namespace lucid::quantization::kernels {
 namespace {
@@ -72,7 +72,7 @@ void micro_tile(const igemm::GemmBlock& b, std::int64_t row, const std::int8_t* 
 
 }  // namespace
 
-void gemm_avx2(const igemm::GemmBlock& b) {
+void gemm_u8s8_i32_16c4__avx2(const igemm::GemmBlock& b) {
   using Fn = void (*)(const igemm::GemmBlock&, std::int64_t, const std::int8_t*,
                       const std::int32_t*, std::int32_t*);
   static constexpr Fn by_rows[max_rows] = {micro_tile<1>, micro_tile<2>, micro_tile<3>,

@@ -9,7 +9,7 @@
 
 #include <utility>
 
-#include "weight_only/kernels.hpp"
+#include "kernels/weight_only.hpp"
 
 namespace lucid::quantization::weight_only {
 namespace {
@@ -163,17 +163,13 @@ void panels_typed(const GemmArgs& a, std::int64_t panel_begin, std::int64_t pane
   }
 }
 
-void panels_avx2(const GemmArgs& a, std::int64_t panel_begin, std::int64_t panel_end) {
+}  // namespace
+
+void weight_only_f32_16c__avx2(const GemmArgs& a, std::int64_t panel_begin,
+                               std::int64_t panel_end) {
   with_format(a.w, [&](auto bits, auto symmetric) {
     panels_typed<decltype(bits)::value, decltype(symmetric)::value>(a, panel_begin, panel_end);
   });
-}
-
-}  // namespace
-
-const KernelTable& avx2_kernels() {
-  static const KernelTable table{&panels_avx2, "avx2"};
-  return table;
 }
 
 }  // namespace lucid::quantization::weight_only

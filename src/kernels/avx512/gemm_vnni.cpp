@@ -41,7 +41,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "gemm/gemm_kernels.hpp"
+#include "kernels/gemm_int8.hpp"
 
 namespace lucid::quantization::kernels {
 namespace {
@@ -206,7 +206,7 @@ void run(const igemm::GemmBlock& b) {
 
 }  // namespace
 
-void gemm_avx512_vnni(const igemm::GemmBlock& block) {
+void gemm_u8s8_i32_16c4__avx512_vnni(const igemm::GemmBlock& block) {
   if (block.flip) {
     run<true>(block);
   } else {

@@ -15,7 +15,7 @@
 #include <utility>
 
 #include "kernels/avx512/weight_only_scales.hpp"
-#include "weight_only/kernels.hpp"
+#include "kernels/weight_only.hpp"
 
 namespace lucid::quantization::weight_only {
 namespace {
@@ -173,18 +173,14 @@ void panels_typed(const GemmArgs& a, std::int64_t panel_begin, std::int64_t pane
   }
 }
 
-void panels_avx512(const GemmArgs& a, std::int64_t panel_begin, std::int64_t panel_end) {
+}  // namespace
+
+void weight_only_f32_16c__avx512(const GemmArgs& a, std::int64_t panel_begin,
+                                 std::int64_t panel_end) {
   with_format(a.w, [&](auto bits, auto symmetric) {
     constexpr int b = decltype(bits)::value;  // int4: signedness lives in the table
     panels_typed<b, b == 4 || decltype(symmetric)::value>(a, panel_begin, panel_end);
   });
-}
-
-}  // namespace
-
-const KernelTable& avx512_kernels() {
-  static const KernelTable table{&panels_avx512, "avx512"};
-  return table;
 }
 
 }  // namespace lucid::quantization::weight_only

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "weight_only/layout.hpp"
+#include "kernels/weight_only_layout.hpp"
 
 namespace lucid::quantization::weight_only {
 

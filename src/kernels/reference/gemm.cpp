@@ -1,9 +1,9 @@
 // Reference GEMM kernel: the specification, Σ (a − z) · w in int64 straight from the packed layout.
-#include "gemm/gemm_kernels.hpp"
+#include "kernels/gemm_int8.hpp"
 
 namespace lucid::quantization::kernels {
 
-void gemm_reference(const igemm::GemmBlock& b) {
+void gemm_u8s8_i32_16c4__reference(const igemm::GemmBlock& b) {
   const std::int64_t bytes_per_panel = igemm::panel_bytes(b.k);
   for (std::int64_t r = 0; r < b.rows; ++r) {
     const std::uint8_t* row = b.a + r * b.a_stride;

@@ -3,10 +3,19 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/ggml_kquant_finish.hpp"
 #include "kernels/reference/ggml_kernels.hpp"
 #include "kernels/reference/ggml_search.hpp"
 
-namespace lucid::quantization::kernels::reference {
+namespace lucid::quantization::kernels {
+
+void finish_iq4_nl(float d, const std::uint8_t* indices, BlockIq4Nl& y) {
+  y.d = ggml_fp16(d);
+  for (int j = 0; j < 16; ++j)
+    y.qs[j] = static_cast<std::uint8_t>(indices[j] | (indices[j + 16] << 4));
+}
+
+namespace reference {
 namespace {
 
 constexpr int qk = ggml_block_32;
@@ -85,13 +94,11 @@ void quantize_row_iq4_nl(const float* x, void* blocks, std::int64_t n, const flo
   for (std::int64_t i = 0; i < n / qk; ++i) {
     const float* xb = x + qk * i;
     const float d = block_scale(xb, imatrix != nullptr ? imatrix + qk * i : nullptr);
-    y[i].d = ggml_fp16(d);
     const float id = d != 0.0f ? 1 / d : 0.0f;
     std::uint8_t L[qk];
     for (int j = 0; j < qk; ++j)
       L[j] = static_cast<std::uint8_t>(best_index(id * xb[j]));
-    for (int j = 0; j < 16; ++j)
-      y[i].qs[j] = static_cast<std::uint8_t>(L[j] | (L[j + 16] << 4));
+    finish_iq4_nl(d, L, y[i]);
   }
 }
 
@@ -106,4 +113,5 @@ void dequantize_iq4_nl(const void* blocks, float* y, std::int64_t n) {
   }
 }
 
-}  // namespace lucid::quantization::kernels::reference
+}  // namespace reference
+}  // namespace lucid::quantization::kernels

@@ -3,10 +3,12 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/ggml_kquant_finish.hpp"
 #include "kernels/reference/ggml_kernels.hpp"
 #include "kernels/reference/ggml_search.hpp"
 
-namespace lucid::quantization::kernels::reference {
+namespace lucid::quantization::kernels {
+namespace reference {
 namespace {
 
 constexpr int qk = ggml_block_32;
@@ -68,6 +70,46 @@ std::uint32_t load_qh(const std::uint8_t* qh_bytes) {
 
 }  // namespace
 
+}  // namespace reference
+
+std::uint16_t ggml_fp16(float f) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  if ((bits & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<std::uint16_t>(((bits >> 16) & 0x8000u) | 0x7e00u);
+  return float_to_float16(f);
+}
+
+float ggml_fp32(std::uint16_t h) {
+  return float16_to_float(h);
+}
+
+void finish_q4_0(float d, const std::uint8_t* codes, BlockQ4_0& y) {
+  y.d = ggml_fp16(d);
+  for (int j = 0; j < 16; ++j)
+    y.qs[j] = static_cast<std::uint8_t>(codes[j] | (codes[j + 16] << 4));
+}
+
+void finish_q5_0(float d, const std::uint8_t* codes, BlockQ5_0& y) {
+  y.d = ggml_fp16(d);
+  reference::pack_5bit(codes, y.qs, y.qh);
+}
+
+void finish_q4_1(float d, float the_min, const std::uint8_t* codes, BlockQ4_1& y) {
+  y.d = ggml_fp16(d);
+  y.m = ggml_fp16(-the_min);
+  for (int j = 0; j < 16; ++j)
+    y.qs[j] = static_cast<std::uint8_t>(codes[j] | (codes[j + 16] << 4));
+}
+
+void finish_q5_1(float d, float the_min, const std::uint8_t* codes, BlockQ5_1& y) {
+  y.d = ggml_fp16(d);
+  y.m = ggml_fp16(-the_min);
+  reference::pack_5bit(codes, y.qs, y.qh);
+}
+
+namespace reference {
+
 void quantize_row_q8_0(const float* x, void* blocks, std::int64_t n, const float*) {
   auto* y = static_cast<BlockQ8_0*>(blocks);
   for (std::int64_t i = 0; i < n / qk; ++i, x += qk) {
@@ -104,9 +146,11 @@ void quantize_row_q4_0(const float* x, void* blocks, std::int64_t n, const float
   for (std::int64_t i = 0; i < n / qk; ++i) {
     const float* xb = x + qk * i;
     imatrix_weights(xb, imatrix + qk * i, sigma2, weight);
-    y[i].d = ggml_fp16(make_qx_quants(qk, 8, xb, L, 1, weight));
-    for (int j = 0; j < 16; ++j)
-      y[i].qs[j] = static_cast<std::uint8_t>(L[j] | (L[j + 16] << 4));
+    const float d = make_qx_quants(qk, 8, xb, L, 1, weight);
+    std::uint8_t codes[qk];
+    for (int j = 0; j < qk; ++j)
+      codes[j] = static_cast<std::uint8_t>(L[j]);
+    finish_q4_0(d, codes, y[i]);
   }
 }
 
@@ -140,10 +184,7 @@ void quantize_row_q4_1(const float* x, void* blocks, std::int64_t n, const float
     imatrix_weights(xb, imatrix + qk * i, sigma2, weight);
     float min;
     const float d = make_qkx3_quants(qk, 15, xb, weight, L, &min, Laux, -0.9f, 0.05f, 36, false);
-    y[i].d = ggml_fp16(d);
-    y[i].m = ggml_fp16(-min);
-    for (int j = 0; j < 16; ++j)
-      y[i].qs[j] = static_cast<std::uint8_t>(L[j] | (L[j + 16] << 4));
+    finish_q4_1(d, min, L, y[i]);
   }
 }
 
@@ -169,10 +210,10 @@ void quantize_row_q5_0(const float* x, void* blocks, std::int64_t n, const float
   for (std::int64_t i = 0; i < n / qk; ++i) {
     const float* xb = x + qk * i;
     imatrix_weights(xb, imatrix + qk * i, sigma2, weight);
-    y[i].d = ggml_fp16(make_qx_quants(qk, 16, xb, L, 1, weight));
+    const float d = make_qx_quants(qk, 16, xb, L, 1, weight);
     for (int j = 0; j < qk; ++j)
       codes[j] = static_cast<std::uint8_t>(L[j]);
-    pack_5bit(codes, y[i].qs, y[i].qh);
+    finish_q5_0(d, codes, y[i]);
   }
 }
 
@@ -203,9 +244,7 @@ void quantize_row_q5_1(const float* x, void* blocks, std::int64_t n, const float
     float min;
     const float d =
         make_qkx3_quants(qk, 31, xb, weight, codes, &min, Laux, -0.9f, 0.05f, 36, false);
-    y[i].d = ggml_fp16(d);
-    y[i].m = ggml_fp16(-min);
-    pack_5bit(codes, y[i].qs, y[i].qh);
+    finish_q5_1(d, min, codes, y[i]);
   }
 }
 
@@ -294,4 +333,5 @@ void dequantize_bf16(const void* blocks, float* y, std::int64_t n) {
     y[i] = bfloat16_to_float(x[i]);
 }
 
-}  // namespace lucid::quantization::kernels::reference
+}  // namespace reference
+}  // namespace lucid::quantization::kernels

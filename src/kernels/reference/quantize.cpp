@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "kernels/reference/affine.hpp"
+#include "kernels/affine_spec.hpp"
 
 namespace lucid::quantization::kernels::reference {
 namespace {

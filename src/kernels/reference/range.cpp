@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/reference/affine.hpp"
+#include "kernels/affine_spec.hpp"
 #include "kernels/reference/kernels.hpp"
 
 namespace lucid::quantization::kernels::reference {

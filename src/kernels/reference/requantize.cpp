@@ -1,5 +1,5 @@
 // Reference (scalar) requantize kernels: int32 accumulators -> 8-bit codes.
-#include "kernels/reference/affine.hpp"
+#include "kernels/affine_spec.hpp"
 #include "kernels/reference/kernels.hpp"
 
 namespace lucid::quantization::kernels::reference {

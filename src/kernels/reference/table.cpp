@@ -12,6 +12,17 @@ const KernelTable& reference_table() {
     reference::fill_range_kernels(t);
     reference::fill_requantize_kernels(t);
     reference::fill_ggml_kernels(t);
+    t.variant = KernelVariant::reference;
+    t.name = "reference";
+    t.gemm = gemm_u8s8_i32_16c4__reference;
+    t.gemm_requantize_row = requantize_row_i32_u8__reference;
+    t.weight_only_f32 = weight_only::weight_only_f32_16c__reference;
+    t.weight_only_u8_few_rows = {weight_only::weight_only_u8_16c__reference, 1};
+    t.weight_only_u8_many_rows = {weight_only::weight_only_u8_16c__reference, 1};
+    t.accumulate_errors = accumulate_errors__reference;
+    t.histc_indices = histc_indices__reference;
+    t.grid_indices = grid_indices__reference;
+    t.l2_norms = l2_norms__reference;
     return t;
   }();
   return table;

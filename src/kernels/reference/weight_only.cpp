@@ -6,12 +6,11 @@
 // each term carries one rounding and the sum K more, all in double.
 #include <cmath>
 
-#include "weight_only/kernels.hpp"
+#include "kernels/weight_only.hpp"
 
 namespace lucid::quantization::weight_only {
-namespace {
-
-void panels_reference(const GemmArgs& a, std::int64_t panel_begin, std::int64_t panel_end) {
+void weight_only_f32_16c__reference(const GemmArgs& a, std::int64_t panel_begin,
+                                    std::int64_t panel_end) {
   const PackedView& v = a.w;
   for (std::int64_t panel = panel_begin; panel < panel_end; ++panel) {
     for (std::int64_t c = 0; c < panel_width; ++c) {
@@ -39,11 +38,10 @@ void panels_reference(const GemmArgs& a, std::int64_t panel_begin, std::int64_t 
   }
 }
 
-}  // namespace
-
 // The int8-activation path (docs/numerics.md, "The int8-activation path"): exact integer
 // group sums, then float32 steps in this order, each one rounding (std::fma is fused).
-void int8_panels_reference(const Int8Args& a, std::int64_t panel_begin, std::int64_t panel_end) {
+void weight_only_u8_16c__reference(const Int8Args& a, std::int64_t panel_begin,
+                                   std::int64_t panel_end) {
   const PackedView& v = a.w;
   for (std::int64_t panel = panel_begin; panel < panel_end; ++panel) {
     for (std::int64_t c = 0; c < panel_width; ++c) {
@@ -74,11 +72,6 @@ void int8_panels_reference(const Int8Args& a, std::int64_t panel_begin, std::int
       }
     }
   }
-}
-
-const KernelTable& reference_kernels() {
-  static const KernelTable table{&panels_reference, "reference"};
-  return table;
 }
 
 }  // namespace lucid::quantization::weight_only

@@ -13,14 +13,14 @@
 // (int8_stage::decode_int8). On 4 KiB pages each weight stream is prefetched 2 KiB ahead into
 // L1 and 6 KiB ahead into L2 (for one block of rows on huge pages the hardware prefetchers do
 // better alone, see run()). The group flush and the end of the product are int8_stage's, the
-// same float operations in the same order as int8_panels_reference, so results are
+// same float operations in the same order as weight_only_u8_16c__reference, so results are
 // bit-identical to it and to the tile kernel.
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstring>
 
-#include "kernels/avx512/weight_only_int8_stage.hpp"
+#include "kernels/avx512/weight_only_u8_stage.hpp"
 
 namespace lucid::quantization::weight_only {
 namespace {
@@ -173,7 +173,7 @@ void rows_block(const Int8Args& a, std::int64_t panel0, int panels, std::int64_t
 // of up to 4 rows × 4 panels (for M ≤ 4 every weight byte is read from memory once per call).
 template <int Bits, bool Symmetric, bool Prefetch>
 void run_blocks(const Int8Args& a, std::int64_t panel_begin, std::int64_t panel_end) {
-  constexpr int P = static_cast<int>(gemv_panels);
+  constexpr int P = static_cast<int>(u8_regs_block_panels);
   constexpr int wide_rows = 8;
   constexpr int wide_panels = 2;
   const std::int64_t wide_end = a.m / wide_rows * wide_rows;
@@ -221,7 +221,8 @@ void run(const Int8Args& a, std::int64_t panel_begin, std::int64_t panel_end) {
 
 }  // namespace
 
-void int8_gemv_avx512_vnni(const Int8Args& a, std::int64_t panel_begin, std::int64_t panel_end) {
+void weight_only_u8_regs_64c__avx512_vnni(const Int8Args& a, std::int64_t panel_begin,
+                                          std::int64_t panel_end) {
   with_format(a.w, [&](auto bits, auto symmetric) {
     run<decltype(bits)::value, decltype(symmetric)::value>(a, panel_begin, panel_end);
   });

@@ -1,4 +1,5 @@
-// Internal: the scalar affine formulas every tier must reproduce bit for bit (docs/numerics.md).
+// Internal: the scalar affine formulas every tier must reproduce bit for bit: the spec
+// (docs/numerics.md).
 #pragma once
 
 #include <algorithm>
@@ -24,6 +25,16 @@ inline float load_element(const void* x, std::int64_t k) {
     std::memcpy(&bits, bytes + 2 * k, 2);
     return T == FloatType::f16 ? float16_to_float(bits) : bfloat16_to_float(bits);
   }
+}
+
+/// 1.5 · 2^52: for |x| <= 2^51, (x + shift) − shift is x rounded to an integer in the default
+/// rounding mode (ties to even), as the sum has no fraction bits left. Not folded by the
+/// compiler (the project never builds with -ffast-math).
+inline constexpr double round_half_even_shift = 6755399441055744.0;
+
+/// nearbyint(x) for |x| <= 2^51, in two additions (see round_half_even_shift).
+inline double round_half_even(double x) {
+  return (x + round_half_even_shift) - round_half_even_shift;
 }
 
 /// nearbyint(x * inv_scale) + zero_point before clamping: the product and the

@@ -1,5 +1,5 @@
 // Internal: atomic output files (temporary file in the same folder, fsync, rename into place).
-#include "io/atomic_file.hpp"
+#include "support/atomic_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,11 +1,11 @@
-// Internal: the weight-only kernel table (one entry per tier) and the arguments its kernels take.
+// Internal: the weight-only kernel contract: the arguments the kernels take and every variant's
+// kernel.
 #pragma once
 
 #include <cstdint>
 #include <type_traits>
 
-#include "lucid/quantization/runtime.hpp"
-#include "weight_only/layout.hpp"
+#include "kernels/weight_only_layout.hpp"
 
 namespace lucid::quantization::weight_only {
 
@@ -79,38 +79,44 @@ void with_format(const PackedView& w, Body&& body) {
 using Int8PanelsKernel = void (*)(const Int8Args& args, std::int64_t panel_begin,
                                   std::int64_t panel_end);
 
-struct KernelTable {
-  PanelsKernel panels = nullptr;
-  const char* name = "";
+/// An int8-activation kernel and the panel multiple that threads split its work on.
+struct Int8Kernel {
+  Int8PanelsKernel run = nullptr;
+  std::int64_t panel_multiple = 1;
 };
 
-/// The reference int8-activation kernel: the exact semantics every fast variant reproduces.
-void int8_panels_reference(const Int8Args& args, std::int64_t panel_begin, std::int64_t panel_end);
+// Names: weight_only_<activations>_<channels per block>__<variant>.
+/// Float activations. The reference: double-precision sums of x · s · (q − z), rounded once.
+void weight_only_f32_16c__reference(const GemmArgs& args, std::int64_t panel_begin,
+                                    std::int64_t panel_end);
 #if defined(LUCIDQ_X86_KERNELS)
+void weight_only_f32_16c__avx2(const GemmArgs& args, std::int64_t panel_begin,
+                               std::int64_t panel_end);  ///< AVX2 + FMA
+void weight_only_f32_16c__avx512(const GemmArgs& args, std::int64_t panel_begin,
+                                 std::int64_t panel_end);  ///< AVX-512 F + BW + VL
+#endif
+
+/// The reference int8-activation kernel: the exact semantics every fast variant reproduces.
+void weight_only_u8_16c__reference(const Int8Args& args, std::int64_t panel_begin,
+                                   std::int64_t panel_end);
+#if defined(LUCIDQ_X86_KERNELS)
+/// Panels per tile of weight_only_u8_tiles_48c__avx512_vnni (threads split on multiples of it).
+inline constexpr std::int64_t u8_tiles_block_panels = 3;
 /// AVX-512 VNNI (vpdpbusd) variant for int8 codes and many rows (codes decoded once per
-/// 48-channel tile); callers check cpu_features().avx512vnni and pass 8-bit weights only.
-void int8_panels_avx512_vnni(const Int8Args& args, std::int64_t panel_begin,
-                             std::int64_t panel_end);
+/// 48-channel tile); 8-bit weights only.
+void weight_only_u8_tiles_48c__avx512_vnni(const Int8Args& args, std::int64_t panel_begin,
+                                           std::int64_t panel_end);
 /// AVX2 variant for int4 and int8 codes (int4: vpmaddubsw, exact for 4-bit weights; int8:
-/// codes and activations widened to int16, vpmaddwd); callers check cpu_features().avx2.
-void int8_panels_avx2(const Int8Args& args, std::int64_t panel_begin, std::int64_t panel_end);
-/// Panels per block of int8_gemv_avx512_vnni (threads split the panels on multiples of it).
-inline constexpr std::int64_t gemv_panels = 4;
+/// codes and activations widened to int16, vpmaddwd).
+void weight_only_u8_16c__avx2(const Int8Args& args, std::int64_t panel_begin,
+                              std::int64_t panel_end);
+/// Panels per block of weight_only_u8_regs_64c__avx512_vnni (threads split the panels on multiples
+/// of it).
+inline constexpr std::int64_t u8_regs_block_panels = 4;
 /// AVX-512 VNNI variant with the codes decoded in registers (any M, int4 or int8; the driver
 /// uses it for int4 and for int8 up to 64 rows): the same results as the reference.
-void int8_gemv_avx512_vnni(const Int8Args& args, std::int64_t panel_begin, std::int64_t panel_end);
+void weight_only_u8_regs_64c__avx512_vnni(const Int8Args& args, std::int64_t panel_begin,
+                                          std::int64_t panel_end);
 #endif
-
-/// The reference tier: double-precision sums of x · s · (q − z), rounded once.
-const KernelTable& reference_kernels();
-#if defined(LUCIDQ_X86_KERNELS)
-const KernelTable& avx2_kernels();    ///< AVX2 + FMA
-const KernelTable& avx512_kernels();  ///< AVX-512 F + BW + VL
-#endif
-
-/// The table for a tier (reference on non-x86 builds).
-const KernelTable& kernels_for(Isa isa);
-/// The table for active_isa(), looked up at each API entry (set_isa() may change it).
-const KernelTable& weight_only_kernels();
 
 }  // namespace lucid::quantization::weight_only

@@ -1,9 +1,10 @@
 // Internal (AVX-512 VNNI files only): the float32 steps the int8-activation weight-only kernels
 // share.
 //
-// Both kernels (weight_only_vnni.cpp: decoded tiles for many rows; weight_only_gemv.cpp:
+// Both kernels (weight_only_u8_tiles.cpp: decoded tiles for many rows; weight_only_u8_regs.cpp:
 // in-register decode for a few rows) end every group and every product with exactly these
-// operations, in the order of int8_panels_reference (src/kernels/reference/weight_only.cpp).
+// operations, in the order of weight_only_u8_16c__reference
+// (src/kernels/reference/weight_only.cpp).
 #pragma once
 
 #include <immintrin.h>
@@ -11,7 +12,7 @@
 #include <cstdint>
 
 #include "kernels/avx512/weight_only_scales.hpp"
-#include "weight_only/kernels.hpp"
+#include "kernels/weight_only.hpp"
 
 namespace lucid::quantization::weight_only::int8_stage {
 

@@ -6,7 +6,7 @@
 // int4: `vpmaddubsw` on the codes taken as unsigned nibbles. Each pair is at most
 // 2 · 255 · 15 = 7650, the low-nibble and high-nibble pairs added together at most 15300, so one
 // `vpaddw` and one `vpmaddwd` by 1 widen them to int32 exactly. The signed grid's nibbles n are
-// used as u = n ^ 8 = q + 8 (as in the AVX-512 VNNI kernel, weight_only_gemv.cpp).
+// used as u = n ^ 8 = q + 8 (as in the AVX-512 VNNI kernel, weight_only_u8_regs.cpp).
 //
 // int8: `vpmaddubsw` could saturate (2 · 255 · 127 > 32767), so both operands are widened to
 // int16 and multiplied with `vpmaddwd`, as the int8 GEMM's AVX2 kernel does (gemm.cpp). A 64-byte
@@ -22,15 +22,15 @@
 // Either way a format whose codes are used offset (u = w8 + code_offset) gets code_offset · Σ xq
 // taken off each group's sum, which leaves exactly Σ xq · w8. A panel is two ymm halves of 8
 // channels; blocks of up to 4 rows share each decode. The group flush and the end of the product
-// use the same float operations in the same order as int8_panels_reference, so the results are
-// its bits.
+// use the same float operations in the same order as weight_only_u8_16c__reference, so the results
+// are its bits.
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
 
-#include "weight_only/kernels.hpp"
+#include "kernels/weight_only.hpp"
 
 namespace lucid::quantization::weight_only {
 namespace {
@@ -247,7 +247,7 @@ void run(const Int8Args& a, std::int64_t panel_begin, std::int64_t panel_end) {
 
 }  // namespace
 
-void int8_panels_avx2(const Int8Args& a, std::int64_t panel_begin, std::int64_t panel_end) {
+void weight_only_u8_16c__avx2(const Int8Args& a, std::int64_t panel_begin, std::int64_t panel_end) {
   with_format(a.w, [&](auto bits, auto symmetric) {
     run<decltype(bits)::value, decltype(symmetric)::value>(a, panel_begin, panel_end);
   });

@@ -1,12 +1,12 @@
 // AVX-512 VNNI int8-activation weight-only kernel for int8 codes and many rows: decoded tiles.
 //
 // Used for int8 weights above 64 rows (fewer rows, and int4 weights at any M:
-// weight_only_gemv.cpp, which measured faster there). Each tile of 3 panels (48 channels)
+// weight_only_u8_regs.cpp, which measured faster there). Each tile of 3 panels (48 channels)
 // is first decoded into a scratch buffer (k_padded · 48 bytes), once for all M rows; then 8 rows at
 // a time run over it with 24 int32 accumulators named one by one (GCC spills an array of them). Per
 // group j the accumulators restart from 0, take Σ_{k in j} xq · w8 exactly (vpdpbusd, u8 × s8,
 // wrapping int32 adds: the true sum fits for groups ≤ 65536), and are flushed into float
-// accumulators kept in a small stack tile, in exactly the order of int8_panels_reference
+// accumulators kept in a small stack tile, in exactly the order of weight_only_u8_16c__reference
 // (src/kernels/reference/weight_only.cpp):
 //   acc = fma(s, float(dot), acc); affine: acc = fnmadd(fl(s · zw), X'[r, j], acc)
 // and after the last group acc = fnmadd(z_x, C, acc), y = fma(s_x, acc, bias).
@@ -20,13 +20,13 @@
 #include <memory>
 #include <new>
 
-#include "kernels/avx512/weight_only_int8_stage.hpp"
+#include "kernels/avx512/weight_only_u8_stage.hpp"
 
 namespace lucid::quantization::weight_only {
 namespace {
 
 constexpr int tile_rows = 8;
-constexpr int tile_panels = 3;
+constexpr int tile_panels = static_cast<int>(u8_tiles_block_panels);
 // Bytes ahead of the block being decoded that each step asks the prefetcher for (the packed
 // weights stream from memory once per call).
 constexpr std::int64_t prefetch_bytes = 2048;
@@ -178,7 +178,8 @@ void run(const Int8Args& a, std::int64_t panel_begin, std::int64_t panel_end) {
 
 }  // namespace
 
-void int8_panels_avx512_vnni(const Int8Args& a, std::int64_t panel_begin, std::int64_t panel_end) {
+void weight_only_u8_tiles_48c__avx512_vnni(const Int8Args& a, std::int64_t panel_begin,
+                                           std::int64_t panel_end) {
   if (a.w.symmetric) {
     run<true>(a, panel_begin, panel_end);
   } else {
