@@ -4,6 +4,12 @@ The names are the C++ API's names (and the seed documents'): QScheme with its
 lowercase aliases, QDtype and the qint8 / quint8 / ... constants, QParams,
 calculate_qparams, quantize, dequantize, fake_quantize, pack_codes, error_metrics.
 `import lucid.quantization as Q` is the same module under the seed's name.
+quantize / dequantize / fake_quantize / calculate_qparams also take Lucid's
+loose spellings (`Q.quantize(x, 0.02, 3, Q.quint8)` -> codes; `scale, zp =
+Q.calculate_qparams(mn, mx, Q.per_tensor_affine, Q.quint8)`) and torch tensors
+(lucidq/_functional.py). The PyTorch model workflow (QConfig, prepare, convert,
+...) is lucidq.workflow, also reachable as lucidq.<name>; it imports torch on
+first use, so `import lucidq` does not need torch.
 
 Conventions of this module:
 - Inputs are NumPy arrays. float32 and float16 are used as they are; float64 is
@@ -34,6 +40,10 @@ globals().update({name: getattr(_lucidq, name) for name in _native})
 
 __version__ = _lucidq.__version__
 
+# Lucid's spellings of the arithmetic primitives, over the QParams forms above
+# (lucidq/_functional.py: both forms are accepted, NumPy arrays and torch tensors).
+from ._functional import calculate_qparams, dequantize, fake_quantize, quantize  # noqa: E402
+
 # The pure-Python layers on the int8 GEMM (lucidq/nn.py).
 from .nn import DynamicQuantizedLinear, QuantizedLinear  # noqa: E402
 
@@ -56,6 +66,38 @@ per_tensor_affine = QScheme.PER_TENSOR_AFFINE
 per_tensor_symmetric = QScheme.PER_TENSOR_SYMMETRIC
 per_channel_affine = QScheme.PER_CHANNEL_AFFINE
 per_channel_symmetric = QScheme.PER_CHANNEL_SYMMETRIC
+
+from ._workflow_names import TORCH_MISSING as _TORCH_MISSING  # noqa: E402
+from ._workflow_names import WORKFLOW_NAMES as _WORKFLOW_NAMES  # noqa: E402
+
+
+def _workflow_factory(cls, **keywords):
+    """Lucid's `Observer.with_args(**kw)` on a C++ observer class: the factory of its torch-module
+    twin in lucidq.workflow (same name and arguments), so QConfigs spelt with lucidq's names work."""
+    from . import workflow
+
+    return getattr(workflow, cls.__name__).with_args(**keywords)
+
+
+# lucidq.MinMaxObserver & co. stay the C++ streaming observers; lucidq.workflow.MinMaxObserver
+# is the torch module wrapping one. Both spell a QConfig factory the same way.
+for _name in _WORKFLOW_NAMES:
+    if _name in _native:
+        getattr(_lucidq, _name).with_args = classmethod(_workflow_factory)
+
+
+def __getattr__(name):
+    """lucidq.QConfig, lucidq.prepare, ...: the torch workflow (lucidq.workflow), imported on first use."""
+    if name in _WORKFLOW_NAMES:
+        from . import workflow
+
+        return getattr(workflow, name)
+    raise AttributeError(f"module 'lucidq' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_WORKFLOW_NAMES))
+
 
 __all__ = sorted(
     _native

@@ -170,6 +170,18 @@ class QuantizedLinear(_PackedInt8Linear):
         self._input_qparams = QParams.per_tensor(input_scale, input_zero_point, input_qdtype)
         self._output_qparams = QParams.per_tensor(output_scale, output_zero_point, output_qdtype)
         self._relu = bool(relu)
+        # forward_codes' arguments, read once (QParams' fields are converted on every access)
+        qin, qout = self._input_qparams, self._output_qparams
+        self._input_codes = _code_dtype(input_qdtype)
+        self._depth, self._rows = self._packed.columns, self._packed.rows
+        self._gemm_args = (float(qin.scale[0]), int(qin.zero_point[0]), float(qout.scale[0]),
+                           int(qout.zero_point[0]), output_qdtype)
+        # only the keywords that differ from the defaults (pybind11 parses each one by name)
+        self._gemm_keywords = {}
+        if self._bias is not None:
+            self._gemm_keywords["bias"] = self._bias
+        if self._relu:
+            self._gemm_keywords["relu"] = True
 
     @classmethod
     def from_float(
@@ -317,28 +329,21 @@ class QuantizedLinear(_PackedInt8Linear):
     def forward_codes(self, x_codes):
         """8-bit input codes [..., K] (uint8 for an unsigned input_qdtype, int8 for a signed one)
         -> output codes [..., N] (uint8 / int8 by output_qdtype)."""
-        owner = type(self).__name__
         codes = np.asarray(x_codes)
-        expected = _code_dtype(self._input_qparams.qdtype)
-        if codes.dtype != expected:
+        if codes.dtype != self._input_codes:
             raise Error(
-                f"{owner}.forward_codes: x_codes has dtype {codes.dtype} (expected {expected} "
-                f"codes of input_qdtype {self._input_qparams.qdtype.name})"
+                f"{type(self).__name__}.forward_codes: x_codes has dtype {codes.dtype} (expected "
+                f"{self._input_codes} codes of input_qdtype {self._input_qparams.qdtype.name})"
             )
-        self._check_features(codes, "x_codes", "forward_codes")
-        qin, qout = self._input_qparams, self._output_qparams
+        if codes.ndim < 1 or codes.shape[-1] != self._depth:
+            self._check_features(codes, "x_codes", "forward_codes")
         out = gemm_requantize(
-            codes.reshape(-1, self.in_features),
+            codes.reshape(-1, self._depth),
             self._packed,
-            float(qin.scale[0]),
-            int(qin.zero_point[0]),
-            float(qout.scale[0]),
-            int(qout.zero_point[0]),
-            qout.qdtype,
-            bias=self._bias,
-            relu=self._relu,
+            *self._gemm_args,
+            **self._gemm_keywords,
         )
-        return out.reshape(codes.shape[:-1] + (self.out_features,))
+        return out.reshape(codes.shape[:-1] + (self._rows,))
 
     def __call__(self, x):
         """Float x [..., K] -> float32 [..., N]: quantize with the input parameters,

@@ -162,6 +162,18 @@ QParams(qscheme=per_tensor_affine, qdtype=qint8, scale=[3.5], zero_point=[-70])
       },
       py::arg("input_shape"), "validate() plus the fit to an input of `input_shape`.");
   cls.def("__repr__", &qparams_repr);
+  cls.def(
+      "__iter__",
+      [](const Q::QParams& q) {
+        // Per-tensor: (float, int); otherwise (float32 array, int32 array).
+        const bool scalar = !Q::is_per_channel(q.qscheme) && q.scale.size() == 1;
+        const py::tuple pair =
+            scalar ? py::make_tuple(q.scale[0], q.zero_point[0])
+                   : py::make_tuple(vector_to_numpy(q.scale), vector_to_numpy(q.zero_point));
+        return py::iter(pair);
+      },
+      "Unpacks as `scale, zero_point` (Lucid's calculate_qparams result): a float and an int "
+      "per tensor, float32 / int32 arrays per channel or group.");
   cls.def("__eq__", [](const Q::QParams& self, py::object other) -> py::object {
     if (!py::isinstance<Q::QParams>(other)) {
       return py::reinterpret_borrow<py::object>(Py_NotImplemented);

@@ -29,12 +29,27 @@ bool is_plain_python(py::handle x) {
          py::isinstance<py::float_>(x) || py::isinstance<py::int_>(x);
 }
 
+// An exact numpy.ndarray (not a subclass): np.asarray returns it as it is.
+bool is_plain_ndarray(py::handle x) {
+  static PyObject* const ndarray = py::object(numpy().attr("ndarray")).release().ptr();  // kept
+  return Py_TYPE(x.ptr()) == reinterpret_cast<PyTypeObject*>(ndarray);
+}
+
 py::array as_array(py::handle x) {
+  if (is_plain_ndarray(x)) return py::reinterpret_borrow<py::array>(x);
   return numpy().attr("asarray")(x);
 }
 
 // np.asarray(x, dtype=dtype, order="C"): contiguous, native byte order, 0-d kept 0-d.
+// An array that already is all that is returned without calling NumPy (the per-call cost
+// of small GEMMs and layers).
 py::array as_contiguous(py::handle x, const char* dtype) {
+  if (is_plain_ndarray(x)) {
+    auto array = py::reinterpret_borrow<py::array>(x);
+    if ((array.flags() & py::array::c_style) != 0 && array.dtype().is(py::dtype(dtype))) {
+      return array;
+    }
+  }
   return numpy().attr("asarray")(x, py::arg("dtype") = dtype, py::arg("order") = "C");
 }
 

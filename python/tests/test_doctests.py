@@ -19,6 +19,8 @@ def pure_python_modules():
 
 @pytest.mark.parametrize("name", pure_python_modules())
 def test_docstring_examples(name):
+    if name == "lucidq.workflow":
+        pytest.importorskip("torch", reason="lucidq.workflow needs torch (apt-get install python3-torch)")
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.NORMALIZE_WHITESPACE)
     print(f"{name}: {result.attempted} examples")

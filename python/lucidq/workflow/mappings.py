@@ -1,0 +1,105 @@
+"""The module swap tables: which float (or QAT, or fused) type becomes which quantized or QAT type.
+
+A registry, so later module families plug in without touching prepare / convert:
+    register_static(nn.Conv2d, quantized.Conv2d)      # for convert after prepare / prepare_qat
+    register_qat(nn.Conv2d, qat.Conv2d)               # for prepare_qat
+    register_dynamic(nn.LSTM, quantized.dynamic.LSTM)  # for quantize_dynamic
+A target class provides from_float(observed_module) and, for static targets, a class
+attribute OBSERVES_OUTPUT (default True): whether prepare puts an output observer on the
+float module (False for modules that keep their input grid or have a fixed one, such as
+ReLU, Sigmoid, DeQuantize). torch's own intrinsic (fused) classes map like ours.
+"""
+
+from torch import nn
+import torch.ao.nn.intrinsic as _torch_fused
+
+from . import fused, qat, stubs
+from . import quantized as q
+from .quantized import dynamic as _dynamic
+from .quantized import weight_only as _weight_only
+
+__all__ = [
+    "register_static", "register_qat", "register_dynamic", "register_weight_only",
+    "static_mapping", "qat_mapping", "dynamic_mapping", "weight_only_mapping",
+    "observes_output",
+]
+
+_STATIC = {}
+_QAT = {}
+_DYNAMIC = {}
+_WEIGHT_ONLY = {}
+
+
+def register_static(float_type, quantized_type):
+    """convert swaps modules of exactly float_type for quantized_type.from_float(module)."""
+    _STATIC[float_type] = quantized_type
+
+
+def register_qat(float_type, qat_type):
+    """prepare_qat swaps modules of exactly float_type for qat_type.from_float(module)."""
+    _QAT[float_type] = qat_type
+
+
+def register_dynamic(float_type, dynamic_type):
+    _DYNAMIC[float_type] = dynamic_type
+
+
+def register_weight_only(float_type, weight_only_type):
+    _WEIGHT_ONLY[float_type] = weight_only_type
+
+
+def static_mapping():
+    """A copy of the static table {float, QAT or fused type: quantized type}."""
+    return dict(_STATIC)
+
+
+def qat_mapping():
+    return dict(_QAT)
+
+
+def dynamic_mapping():
+    return dict(_DYNAMIC)
+
+
+def weight_only_mapping():
+    return dict(_WEIGHT_ONLY)
+
+
+def observes_output(module_type, mapping=None):
+    """Whether prepare observes the output of a module of this type (see the module doc)."""
+    target = (mapping if mapping is not None else _STATIC).get(module_type)
+    return target is not None and getattr(target, "OBSERVES_OUTPUT", True)
+
+
+for _float, _quantized in [
+    (stubs.QuantStub, q.Quantize),
+    (stubs.DeQuantStub, q.DeQuantize),
+    (nn.Linear, q.Linear),
+    (qat.Linear, q.Linear),
+    (qat.LinearBn1d, q.Linear),
+    (fused.LinearReLU, q.LinearReLU),
+    (_torch_fused.LinearReLU, q.LinearReLU),
+    (qat.LinearReLU, q.LinearReLU),
+    (nn.ReLU, q.ReLU),
+    (nn.ReLU6, q.ReLU6),
+    (nn.Sigmoid, q.Sigmoid),
+    (nn.Hardsigmoid, q.Hardsigmoid),
+    (nn.Tanh, q.Tanh),
+    (nn.Hardswish, q.Hardswish),
+    (nn.ELU, q.ELU),
+    (nn.LeakyReLU, q.LeakyReLU),
+    (nn.GELU, q.GELU),
+    (nn.SiLU, q.SiLU),
+]:
+    register_static(_float, _quantized)
+
+for _float, _qat in [
+    (nn.Linear, qat.Linear),
+    (fused.LinearReLU, qat.LinearReLU),
+    (_torch_fused.LinearReLU, qat.LinearReLU),
+    (fused.LinearBn1d, qat.LinearBn1d),
+]:
+    register_qat(_float, _qat)
+
+register_dynamic(nn.Linear, _dynamic.Linear)
+register_weight_only(nn.Linear, _weight_only.Linear)

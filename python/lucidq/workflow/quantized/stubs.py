@@ -1,0 +1,70 @@
+"""Quantize (float -> QTensor, the converted QuantStub) and DeQuantize (QTensor -> float)."""
+
+import numpy as np
+import torch
+from torch import nn
+
+from ... import _lucidq
+from .._observed import qparams_of
+from .._paths import label
+from ..qtensor import QTensor, as_qtensor
+from ._io import float_array
+
+__all__ = ["Quantize", "DeQuantize"]
+
+
+class Quantize(nn.Module):
+    """Quantizes float input onto a fixed per-tensor grid with lucidq.quantize
+    (round half to even of x * (1 / scale), as torch.quantize_per_tensor)."""
+
+    OBSERVES_OUTPUT = True
+
+    def __init__(self, scale, zero_point, qdtype=_lucidq.quint8):
+        super().__init__()
+        self.scale = float(scale)
+        self.zero_point = int(zero_point)
+        self.qdtype = qdtype
+        self._qparams = _lucidq.QParams.per_tensor(self.scale, self.zero_point, qdtype)
+        self._code_dtype = np.dtype(np.int8 if qdtype.is_signed else np.uint8)
+
+    @classmethod
+    def from_float(cls, mod):
+        where = label(mod)
+        observer = getattr(mod, "activation_post_process", None)
+        if observer is None:
+            raise _lucidq.Error(f"{where}: has no output observer (run prepare before convert)")
+        qparams = qparams_of(observer, where)
+        new = cls(qparams.scale[0], qparams.zero_point[0], qparams.qdtype)
+        new._lucidq_path = getattr(mod, "_lucidq_path", None)
+        return new
+
+    def forward(self, x):
+        if not (isinstance(x, torch.Tensor) and x.is_floating_point()):
+            kind = f"a {x.dtype} tensor" if isinstance(x, torch.Tensor) else type(x).__name__
+            raise _lucidq.Error(
+                f"{label(self)}: input is {kind} (expected a floating-point tensor)"
+            )
+        values = float_array(x)
+        storage = np.asarray(_lucidq.quantize(values, self._qparams).storage)  # read-only view
+        codes = storage.view(self._code_dtype).reshape(values.shape)
+        return QTensor.from_numpy(codes, self.scale, self.zero_point, self.qdtype)
+
+    def extra_repr(self):
+        return f"scale={self.scale:.6g}, zero_point={self.zero_point}, qdtype={self.qdtype.name}"
+
+
+class DeQuantize(nn.Module):
+    """QTensor (or a torch quantized tensor) -> float32; float input passes through."""
+
+    OBSERVES_OUTPUT = False
+
+    @classmethod
+    def from_float(cls, mod):
+        new = cls()
+        new._lucidq_path = getattr(mod, "_lucidq_path", None)
+        return new
+
+    def forward(self, x):
+        if isinstance(x, torch.Tensor) and not x.is_quantized:
+            return x
+        return as_qtensor(x, self).dequantize()
