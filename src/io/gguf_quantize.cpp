@@ -374,8 +374,11 @@ class TensorEncoder {
                     std::int64_t in_row, std::int64_t out_row, const float* weights,
                     std::vector<std::byte>& out, detail::ErrorMetricsAccumulator& sums) {
     const std::int64_t n = count * n_per_row;
-    std::vector<float> x(static_cast<std::size_t>(n));
-    std::vector<float> x_hat(static_cast<std::size_t>(n));
+    // Per-thread buffers, kept from chunk to chunk (fresh memory costs a page fault per page).
+    thread_local std::vector<float> x;
+    thread_local std::vector<float> x_hat;
+    x.resize(static_cast<std::size_t>(n));
+    x_hat.resize(static_cast<std::size_t>(n));
     const std::byte* src = in_.bytes.data() + first * in_row;
     if (in_.type == GgmlType::F32) {
       std::memcpy(x.data(), src, static_cast<std::size_t>(n) * 4);  // the mapping may be unaligned
@@ -406,8 +409,8 @@ class TensorEncoder {
     }
     sums.add(x.data(), x_hat.data(), n);
     if (keep_floats_) {
-      std::copy(x.begin(), x.end(), original_.begin() + first * n_per_row);
-      std::copy(x_hat.begin(), x_hat.end(), reconstructed_.begin() + first * n_per_row);
+      std::copy(x.begin(), x.begin() + n, original_.begin() + first * n_per_row);
+      std::copy(x_hat.begin(), x_hat.begin() + n, reconstructed_.begin() + first * n_per_row);
     }
   }
 
