@@ -74,6 +74,15 @@ using MinMaxVecFn = std::int64_t (*)(const void* x, std::int64_t n, float* mins,
 // *abs_max = max(*abs_max, |x[k]|) over finite x[k]; returns the non-finite count.
 using AbsMaxFn = std::int64_t (*)(const void* x, std::int64_t n, float* abs_max);
 using AbsMaxVecFn = std::int64_t (*)(const void* x, std::int64_t n, float* abs_maxs);
+// Per group g < groups of `group_size` consecutive elements (group g at element g · group_size):
+// mins[g] / maxs[g] = the min / max of its finite elements (+Inf / -Inf when it has none).
+using MinMaxGroupsFn = void (*)(const void* x, std::int64_t groups, std::int64_t group_size,
+                                float* mins, float* maxs);
+// The 8-bit codes (as QuantizeFn at width b8) of each group g with its own parameters
+// (inv_scale[g], scale[g], zero_point[g]).
+using QuantizeGroupsFn = void (*)(const void* x, std::int64_t groups, std::int64_t group_size,
+                                  const float* inv_scale, const float* scale,
+                                  const std::int32_t* zero_point, Grid grid, std::int8_t* codes);
 // q[k] = clamp(nearbyint(double(acc[k]) * double(multiplier)) + zero_point, grid),
 // stored as 8-bit two's complement.
 using RequantizeFn = void (*)(const std::int32_t* acc, std::int64_t n, float multiplier,
@@ -102,6 +111,8 @@ struct KernelTable {
   MinMaxVecFn minmax_vec[float_type_count];
   AbsMaxFn abs_max[float_type_count];
   AbsMaxVecFn abs_max_vec[float_type_count];
+  MinMaxGroupsFn minmax_groups[float_type_count];      // fused per-group quantize: ranges
+  QuantizeGroupsFn quantize_groups[float_type_count];  // and codes, many groups per call
   RequantizeFn requantize;
   RequantizeVecFn requantize_vec;
   // The table's variant (its tier is `isa`) and its name (to_string(variant)).

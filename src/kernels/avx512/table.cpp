@@ -19,6 +19,12 @@ const KernelTable& avx512_table() {
     avx512::fill_range_kernels(t);
     avx512::fill_requantize_kernels(t);
     avx512::fill_ggml_kernels(t);
+    // The fused per-group kernels of the AVX2 tier (every AVX-512 CPU runs them): one call per
+    // run of groups beats the per-group calls of the AVX-512 range and quantize kernels.
+    for (int f = 0; f < float_type_count; ++f) {
+      t.minmax_groups[f] = avx2_table().minmax_groups[f];
+      t.quantize_groups[f] = avx2_table().quantize_groups[f];
+    }
     t.gemm = gemm_u8s8_i32_16c4__avx512_bw;
     t.gemm_requantize_row = requantize_row_i32_u8__avx512;
     t.weight_only_f32 = weight_only::weight_only_f32_16c__avx512;
