@@ -175,6 +175,20 @@ class GgufQuantize(CliCase):
         self.assertEqual(types("--recipe", recipe)["blk.0.ffn_down.weight"][2], "q8_0")
         self.assertEqual(types("--exclude", "token_embd.*")["token_embd.weight"][0], "f32")
 
+    def test_plots_one_figure_per_encoded_tensor(self):
+        model = self.write("tiny.gguf", tiny_llama(random.Random(seed())))
+        result = self.run_lucidq("quantize", model, "-o", "q.gguf", "--type", "Q8_0", "--plots",
+                                 "plots")
+        self.assertIn("wrote 4 plots to plots", result.stdout)
+        self.assertEqual(sorted(os.listdir(self.path("plots"))),
+                         ["blk.0.attn_v.weight.errors.png", "blk.0.ffn_down.weight.errors.png",
+                          "output.weight.errors.png", "token_embd.weight.errors.png"])
+        with open(self.path("plots/output.weight.errors.png"), "rb") as f:
+            self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+        self.run_lucidq("quantize", model, "-o", "q2.gguf", "--type", "Q8_0", "--plots", "plots",
+                        expect=1)  # the figures exist: --force is needed
+        self.assertFalse(os.path.exists(self.path("q2.gguf")))
+
     def test_inspect_and_dequantize(self):
         self.need_samples()
         table = self.run_lucidq("inspect", os.path.join(SAMPLES, "source.gguf")).stdout
