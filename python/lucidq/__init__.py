@@ -59,6 +59,7 @@ from .checkpoint import (  # noqa: E402  (needs _lucidq's names first)
     save_safetensors,
 )
 from . import checkpoint as _checkpoint  # noqa: E402
+from . import gguf  # noqa: E402,F401  (lucidq.gguf: GGUF files and ggml block types)
 
 # Lowercase aliases: the very same objects as the enum members.
 per_tensor_affine = QScheme.PER_TENSOR_AFFINE
@@ -105,6 +106,7 @@ __all__ = sorted(
         "QuantizedLinear",
         "DynamicQuantizedLinear",
         "WeightOnlyLinear",
+        "gguf",
         "per_tensor_affine",
         "per_tensor_symmetric",
         "per_channel_affine",

@@ -4,7 +4,6 @@
 #include "common.hpp"
 
 namespace lucidq_python {
-namespace {
 
 // A ProgressCallback that calls `callback(done, total, bytes_done, bytes_total, tensor)` with
 // the GIL held, and turns a pending signal (Ctrl-C) or a raised exception into a C++
@@ -28,6 +27,8 @@ Q::QuantRecipe recipe_from(const std::optional<std::string>& recipe_json,
   if (recipe_path) return Q::load_recipe(*recipe_path);
   return {};
 }
+
+namespace {
 
 py::dict quantized_layout_dict(const Q::QuantizedTensorLayout& layout) {
   py::dict d;

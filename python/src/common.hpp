@@ -118,5 +118,14 @@ void bind_safetensors(py::module_& m);
 void bind_weight_only(py::module_& m);
 void bind_conv(py::module_& m);
 void bind_embedding(py::module_& m);
+void bind_ggml(py::module_& m);
+void bind_gguf(py::module_& m);
+
+/// A ProgressCallback calling `callback(done, total, bytes_done, bytes_total, tensor)` with
+/// the GIL held; Ctrl-C or an exception it raises aborts the job (bind_checkpoint.cpp).
+Q::ProgressCallback progress_callback(const py::object& callback);
+/// The recipe from JSON text or a file path (at most one given; neither: an empty recipe).
+Q::QuantRecipe recipe_from(const std::optional<std::string>& recipe_json,
+                           const std::optional<std::string>& recipe_path);
 
 }  // namespace lucidq_python

@@ -30,4 +30,6 @@ PYBIND11_MODULE(_lucidq, m) {
   lucidq_python::bind_weight_only(m);
   lucidq_python::bind_conv(m);
   lucidq_python::bind_embedding(m);
+  lucidq_python::bind_ggml(m);
+  lucidq_python::bind_gguf(m);
 }

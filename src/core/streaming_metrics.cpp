@@ -319,6 +319,33 @@ ErrorMetrics streaming_error_metrics(const TensorView& original, const Quantized
   return streaming_error_metrics(original, quantized.qparams(), quantized.storage());
 }
 
+ErrorMetricsAccumulator::ErrorMetricsAccumulator()
+    : accumulate_(kernels::active().accumulate_errors) {}
+
+void ErrorMetricsAccumulator::add(const float* x, const float* x_hat, std::int64_t n) {
+  accumulate_(x, x_hat, n, sums_);
+  count_ += n;
+}
+
+void ErrorMetricsAccumulator::merge(const ErrorMetricsAccumulator& other) {
+  Sums mine;
+  mine.count = count_;
+  mine.errors = sums_;
+  Sums theirs;
+  theirs.count = other.count_;
+  theirs.errors = other.sums_;
+  mine.add(theirs);
+  count_ = mine.count;
+  sums_ = mine.errors;
+}
+
+ErrorMetrics ErrorMetricsAccumulator::finish() const {
+  Sums sums;
+  sums.count = count_;
+  sums.errors = sums_;
+  return sums.finish();
+}
+
 std::int64_t count_nonfinite(const TensorView& x) {
   switch (x.type) {
     case ScalarType::float32:

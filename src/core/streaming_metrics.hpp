@@ -53,6 +53,22 @@ ErrorMetrics streaming_error_metrics(const TensorView& original, const Quantized
 ErrorMetrics streaming_error_metrics(const TensorView& original, const QParams& qparams,
                                      std::span<const std::uint8_t> storage);
 
+/// Error metrics of a reconstruction fed in pieces of float32 pairs (x, x_hat), x finite:
+/// the same formulas as error_metrics, fraction_saturated 0. Not thread-safe.
+class ErrorMetricsAccumulator {
+ public:
+  ErrorMetricsAccumulator();
+  void add(const float* x, const float* x_hat, std::int64_t n);
+  /// Adds another accumulator's sums (fold pieces in a fixed order for reproducible sums).
+  void merge(const ErrorMetricsAccumulator& other);
+  ErrorMetrics finish() const;
+
+ private:
+  std::int64_t count_ = 0;
+  kernels::ErrorSums sums_;
+  kernels::AccumulateErrorsFn accumulate_;
+};
+
 /// The number of NaN and +-Inf elements of `x` (0 when x is not floating point). Unaligned
 /// data allowed; parallel.
 std::int64_t count_nonfinite(const TensorView& x);

@@ -46,6 +46,13 @@ std::vector<TensorPlan> plan_quantization(const SafetensorsFile& file, const Qua
       p.reason = std::string(to_safetensors_name(entry.type)) + " is not floating point";
     } else if (const RecipeRule* rule = recipe.match(entry.name, entry.shape.size())) {
       p.reason = rule->origin;
+      if (rule->ggml_type) {
+        fail_tensor(path, entry.name,
+                    rule->origin + ": names ggml type " +
+                        std::string(ggml_type_traits(*rule->ggml_type).name) +
+                        " (expected lucidq settings: ggml types are for GGUF output, "
+                        "e.g. `lucidq quantize -o out.gguf`)");
+      }
       if (rule->settings) {
         try {
           p.settings = resolve_settings(*rule->settings, entry.shape);

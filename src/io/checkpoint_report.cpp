@@ -36,6 +36,75 @@ nlohmann::ordered_json finite_or_null(double value) {
   return std::isfinite(value) ? nlohmann::ordered_json(value) : nlohmann::ordered_json(nullptr);
 }
 
+std::string ggml_name(GgmlType type) {
+  return std::string(ggml_type_traits(type).name);
+}
+
+std::string input_type_text(const TensorReport& t) {
+  return t.input_ggml_type ? ggml_name(*t.input_ggml_type)
+                           : std::string(to_safetensors_name(t.dtype));
+}
+
+double bits_per_weight(const TensorReport& t) {
+  std::int64_t count = 1;
+  for (const std::int64_t d : t.shape)
+    count *= d;
+  return count == 0 ? 0.0 : 8.0 * static_cast<double>(t.bytes_after) / static_cast<double>(count);
+}
+
+std::string format_totals(const CheckpointReport& report) {
+  return printf_text("compression %.2fx", report.compression_ratio()) +
+         "  (files: " + format_bytes(report.input_file_bytes) + " -> " +
+         format_bytes(report.output_file_bytes) + printf_text(", %.2f s)\n", report.seconds);
+}
+
+// The GGUF job's table: ggml types, the deciding rule, bits per weight and the errors.
+std::string format_gguf_report(const CheckpointReport& report) {
+  using Align = TextTable::Align;
+  TextTable table({{"tensor", Align::left},
+                   {"shape", Align::left},
+                   {"type", Align::left},
+                   {"why", Align::left},
+                   {"before"},
+                   {"after"},
+                   {"bits/w"},
+                   {"MSE"},
+                   {"SQNR dB"},
+                   {"max |err|"},
+                   {"non-finite"}});
+  std::int64_t weights = 0;
+  for (const TensorReport& t : report.tensors) {
+    std::int64_t count = 1;
+    for (const std::int64_t d : t.shape)
+      count *= d;
+    weights += count;
+    const std::string from = input_type_text(t);
+    const std::string bits = printf_text("%.3f", bits_per_weight(t));
+    const std::string nonfinite = std::to_string(t.metrics.nonfinite_count);
+    if (!t.ggml_type) {
+      table.add_row({t.name, to_string(t.shape), from, t.reason, format_bytes(t.bytes_before),
+                     format_bytes(t.bytes_after), bits, "", "", "", nonfinite});
+      continue;
+    }
+    const ErrorMetrics& m = t.metrics;
+    table.add_row({t.name, to_string(t.shape), from + " -> " + ggml_name(*t.ggml_type), t.reason,
+                   format_bytes(t.bytes_before), format_bytes(t.bytes_after), bits,
+                   printf_text("%.3e", m.mse), sqnr_text(m.sqnr_db),
+                   printf_text("%.3e", m.max_abs_error), nonfinite});
+  }
+  table.add_rule();
+  const double total_bits =
+      weights == 0 ? 0.0
+                   : 8.0 * static_cast<double>(report.bytes_after()) / static_cast<double>(weights);
+  table.add_row({"total", "",
+                 std::to_string(report.quantized_count()) + " of " +
+                     std::to_string(report.tensors.size()) + " re-encoded",
+                 "", format_bytes(report.bytes_before()), format_bytes(report.bytes_after()),
+                 printf_text("%.3f", total_bits), "", "", "",
+                 std::to_string(report.nonfinite_count())});
+  return table.str() + format_totals(report);
+}
+
 }  // namespace
 
 std::string format_bytes(std::uint64_t bytes) {
@@ -74,7 +143,7 @@ double CheckpointReport::compression_ratio() const {
 std::size_t CheckpointReport::quantized_count() const {
   return static_cast<std::size_t>(
       std::count_if(tensors.begin(), tensors.end(),
-                    [](const TensorReport& t) { return t.settings.has_value(); }));
+                    [](const TensorReport& t) { return t.settings || t.ggml_type; }));
 }
 
 std::int64_t CheckpointReport::nonfinite_count() const {
@@ -85,6 +154,9 @@ std::int64_t CheckpointReport::nonfinite_count() const {
 }
 
 std::string format_report(const CheckpointReport& report) {
+  const bool gguf = std::any_of(report.tensors.begin(), report.tensors.end(),
+                                [](const auto& t) { return t.input_ggml_type.has_value(); });
+  if (gguf) return format_gguf_report(report);
   using Align = TextTable::Align;
   TextTable table({{"tensor", Align::left},
                    {"shape", Align::left},
@@ -120,11 +192,7 @@ std::string format_report(const CheckpointReport& report) {
                      std::to_string(report.tensors.size()) + " tensors quantized",
                  "", format_bytes(report.bytes_before()), format_bytes(report.bytes_after()), "",
                  "", "", "", std::to_string(report.nonfinite_count())});
-  std::string out = table.str();
-  out += printf_text("compression %.2fx", report.compression_ratio()) +
-         "  (files: " + format_bytes(report.input_file_bytes) + " -> " +
-         format_bytes(report.output_file_bytes) + printf_text(", %.2f s)\n", report.seconds);
-  return out;
+  return table.str() + format_totals(report);
 }
 
 std::string report_to_json(const CheckpointReport& report) {
@@ -134,8 +202,12 @@ std::string report_to_json(const CheckpointReport& report) {
     ordered_json item;
     item["name"] = t.name;
     item["shape"] = t.shape;
-    item["dtype"] = std::string(to_safetensors_name(t.dtype));
-    item["action"] = t.settings ? "quantized" : "kept";
+    item["dtype"] = input_type_text(t);
+    item["action"] = t.settings || t.ggml_type ? "quantized" : "kept";
+    if (t.ggml_type) {
+      item["ggml_type"] = ggml_name(*t.ggml_type);
+    }
+    if (t.input_ggml_type) item["bits_per_weight"] = bits_per_weight(t);
     item["reason"] = t.reason;
     if (t.settings) {
       item["scheme"] = to_string(t.settings->qscheme);
@@ -145,7 +217,7 @@ std::string report_to_json(const CheckpointReport& report) {
     }
     item["bytes_before"] = t.bytes_before;
     item["bytes_after"] = t.bytes_after;
-    if (t.settings) {
+    if (t.settings || t.ggml_type) {
       const ErrorMetrics& m = t.metrics;
       item["mse"] = m.mse;
       item["rmse"] = m.rmse;

@@ -92,7 +92,15 @@ RecipeRule parse_rule(const json& value, std::string_view file, std::size_t inde
   QuantSettings settings;
   for (const auto& [key, item] : value.items()) {
     const Place at{file, index, key};
-    if (key == "match") {
+    if (key == "ggml_type") {
+      const std::string text = require_string(item, at, "a ggml type name such as \"q4_K\"");
+      rule.ggml_type = ggml_type_from_name(text);
+      if (!rule.ggml_type) {
+        at.fail(detail::quoted(text) +
+                " is not a ggml type (expected a name such as q8_0, "
+                "q4_K, q6_K, iq4_nl, f16)");
+      }
+    } else if (key == "match") {
       rule.patterns = parse_patterns(item, at);
     } else if (key == "skip") {
       if (!item.is_boolean()) at.fail(type_and_value(item) + " (expected true or false)");
@@ -126,12 +134,20 @@ RecipeRule parse_rule(const json& value, std::string_view file, std::size_t inde
       }
     } else {
       at.fail(
-          "unknown key (expected match, skip, scheme, dtype, axis, group_size, min_ndim or "
-          "comment)");
+          "unknown key (expected match, skip, scheme, dtype, axis, group_size, ggml_type, "
+          "min_ndim or comment)");
     }
   }
   if (rule.patterns.empty()) {
     rule_place.fail("no \"match\" (expected a name pattern such as \"match\": \"*.weight\")");
+  }
+  if (rule.ggml_type) {
+    if (skip || first_setting) {
+      Place{file, index, skip ? std::string("skip") : *first_setting}.fail(
+          "given together with \"ggml_type\" (expected either a ggml type, skip or lucidq "
+          "settings)");
+    }
+    return rule;
   }
   if (skip) {
     if (first_setting) {

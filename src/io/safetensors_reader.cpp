@@ -1,17 +1,11 @@
 // Reading safetensors: header parsing and validation, and read-only memory-mapped files.
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <system_error>
 
+#include "io/mapped_file.hpp"
 #include "io/safetensors_format.hpp"
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/safetensors.hpp"
@@ -472,44 +466,13 @@ SafetensorsHeader parse_safetensors_header(std::span<const std::byte> file_bytes
 
 // --- SafetensorsFile ------------------------------------------------------------------------
 
-namespace {
-
-struct FdCloser {
-  int fd;
-  ~FdCloser() { ::close(fd); }
-};
-
-std::string errno_text(int error) {
-  return std::generic_category().message(error);
-}
-
-}  // namespace
-
 SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
-  const std::string name = path.string();
-  int fd;
-  do {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);  // a FIFO must not block
-  } while (fd < 0 && errno == EINTR);
-  if (fd < 0) fail(name, "cannot open (" + errno_text(errno) + ")");
-  const FdCloser closer{fd};
-  struct stat info {};
-  if (::fstat(fd, &info) != 0) fail(name, "cannot stat (" + errno_text(errno) + ")");
-  if (!S_ISREG(info.st_mode)) fail(name, "is not a regular file (expected a safetensors file)");
-  if (static_cast<std::uintmax_t>(info.st_size) > std::numeric_limits<std::size_t>::max()) {
-    fail(name, "is too large to map on this system");
-  }
-
+  const detail::MappedRegion region = detail::map_file(path, "a safetensors file");
   SafetensorsFile file;
   file.path_ = path;
-  const auto size = static_cast<std::size_t>(info.st_size);
-  if (size > 0) {
-    void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (map == MAP_FAILED) fail(name, "cannot memory-map (" + errno_text(errno) + ")");
-    file.map_ = static_cast<const std::byte*>(map);
-    file.map_size_ = size;
-  }
-  file.header_ = parse_safetensors_header({file.map_, file.map_size_}, name);
+  file.map_ = region.data;
+  file.map_size_ = region.size;
+  file.header_ = parse_safetensors_header({file.map_, file.map_size_}, path.string());
   for (std::size_t i = 0; i < file.header_.entries.size(); ++i) {
     file.index_.emplace(file.header_.entries[i].name, i);
   }
@@ -540,7 +503,8 @@ SafetensorsFile::~SafetensorsFile() {
 }
 
 void SafetensorsFile::release() noexcept {
-  if (map_ != nullptr) ::munmap(const_cast<std::byte*>(map_), map_size_);
+  detail::MappedRegion region{map_, map_size_};
+  detail::unmap_file(region);
   map_ = nullptr;
   map_size_ = 0;
 }
@@ -561,14 +525,9 @@ std::span<const std::byte> SafetensorsFile::bytes(const SafetensorsEntry& entry)
 }
 
 void SafetensorsFile::release_pages(const SafetensorsEntry& entry) const noexcept {
-  if (map_ == nullptr || entry.begin >= entry.end || entry.end > header_.data_size) return;
-  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const auto first = reinterpret_cast<std::uintptr_t>(map_ + header_.data_offset + entry.begin);
-  const auto last = reinterpret_cast<std::uintptr_t>(map_ + header_.data_offset + entry.end);
-  const std::uintptr_t begin = first / page * page;  // the mapping itself is page aligned
-  const std::uintptr_t end =
-      std::min((last + page - 1) / page * page, reinterpret_cast<std::uintptr_t>(map_) + map_size_);
-  ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+  if (entry.begin >= entry.end || entry.end > header_.data_size) return;
+  detail::release_file_pages({map_, map_size_}, header_.data_offset + entry.begin,
+                             header_.data_offset + entry.end);
 }
 
 TensorView SafetensorsFile::view(const SafetensorsEntry& entry) const {

@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "kernels/conv_depthwise.hpp"
+#include "kernels/ggml_blocks.hpp"
 #include "kernels/error_sums.hpp"
 #include "kernels/gemm_int8.hpp"
 #include "kernels/histogram.hpp"
@@ -130,6 +131,8 @@ struct KernelTable {
   HistcIndicesFn histc_indices;                      // histogram.hpp
   GridIndicesFn grid_indices;
   L2NormsFn l2_norms;
+  GgmlQuantizeRowFn ggml_quantize[ggml_kernel_count];  // ggml_blocks.hpp, indexed by GgmlKernel
+  GgmlDequantizeFn ggml_dequantize[ggml_kernel_count];
 };
 
 /// The tables each variant defines (src/kernels/<tier>/table.cpp): reference, avx2_base,

@@ -12,6 +12,12 @@ target_sources(lucidq PRIVATE
   kernels/reference/gemm_output.cpp
   kernels/reference/error_sums.cpp
   kernels/reference/histogram.cpp
+  kernels/reference/ggml_search.cpp
+  kernels/reference/ggml_legacy.cpp
+  kernels/reference/ggml_kquants.cpp
+  kernels/reference/ggml_kquant_finish.cpp
+  kernels/reference/ggml_iq4_nl.cpp
+  kernels/reference/ggml_table.cpp
 )
 # The histogram loops vectorise only when comparisons may be if-converted (values unchanged).
 set_source_files_properties(kernels/reference/histogram.cpp PROPERTIES COMPILE_OPTIONS -fno-trapping-math)
@@ -27,10 +33,11 @@ endif()
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
   set(lucidq_avx2_kernels
     kernels/avx2/quantize.cpp kernels/avx2/pack.cpp kernels/avx2/range.cpp kernels/avx2/requantize.cpp
-    kernels/avx2/error_sums.cpp)
+    kernels/avx2/error_sums.cpp kernels/avx2/ggml.cpp)
   set(lucidq_avx512_kernels
     kernels/avx512/quantize.cpp kernels/avx512/pack.cpp kernels/avx512/range.cpp
-    kernels/avx512/requantize.cpp kernels/avx512/error_sums.cpp kernels/avx512/gemm_output.cpp)
+    kernels/avx512/requantize.cpp kernels/avx512/error_sums.cpp kernels/avx512/gemm_output.cpp
+    kernels/avx512/ggml.cpp)
   target_sources(lucidq PRIVATE ${lucidq_avx2_kernels} ${lucidq_avx512_kernels}
     kernels/avx2/histogram.cpp kernels/avx2/table.cpp kernels/avx512/table.cpp)
   # Only these files see the ISA flags; the tables that copy the reference table do not.

@@ -7,8 +7,10 @@
 #include <string>
 
 #include "commands.hpp"
+#include "gguf_commands.hpp"
 #include "lucid/quantization/checkpoint.hpp"
 #include "lucid/quantization/error.hpp"
+#include "lucid/quantization/gguf.hpp"
 #include "output_files.hpp"
 #include "progress.hpp"
 
@@ -34,6 +36,15 @@ std::optional<Q::ScalarType> dtype_from(const std::string& text) {
 }
 
 void run_dequantize(const DequantizeArgs& a) {
+  if (Q::is_gguf_path(a.input)) {
+    if (a.dtype != "float32" && a.dtype != "f32") {
+      throw Q::Error("--dtype = \"" + a.dtype +
+                     "\" for a GGUF input (expected float32: GGUF "
+                     "tensors are decoded to float32)");
+    }
+    dequantize_gguf_file(a.input, a.output, a.force, a.quiet);
+    return;
+  }
   Q::DequantizeCheckpointOptions options;
   options.dtype = dtype_from(a.dtype);
   options.overwrite = a.force;
@@ -58,7 +69,8 @@ constexpr const char* footer =
     "Examples:\n"
     "  lucidq dequantize model.q8.safetensors -o model.f32.safetensors\n"
     "  lucidq dequantize model.q4.safetensors -o model.bf16.safetensors --dtype bfloat16\n"
-    "  lucidq dequantize model.q4.safetensors -o back.safetensors --dtype original";
+    "  lucidq dequantize model.q4.safetensors -o back.safetensors --dtype original\n"
+    "  lucidq dequantize model-Q4_K_M.gguf -o model.f32.safetensors   (ggml's decode)";
 
 }  // namespace
 

@@ -1,4 +1,5 @@
-// `lucidq inspect`: the tensors of a safetensors file or lucidq checkpoint, as a table or JSON.
+// `lucidq inspect`: the tensors of a safetensors file, lucidq checkpoint or GGUF file (table or
+// JSON).
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
@@ -7,7 +8,9 @@
 #include <string>
 
 #include "commands.hpp"
+#include "gguf_commands.hpp"
 #include "lucid/quantization/checkpoint.hpp"
+#include "lucid/quantization/gguf.hpp"
 #include "print.hpp"
 
 namespace lucidq::cli {
@@ -100,6 +103,10 @@ void print_table(const Q::SafetensorsFile& file, const Q::CheckpointContents& co
 }
 
 void run_inspect(const InspectArgs& a) {
+  if (Q::is_gguf_path(a.file)) {
+    inspect_gguf(a.file, a.json);
+    return;
+  }
   const auto file = Q::SafetensorsFile::open(a.file);
   const Q::CheckpointContents contents = Q::read_checkpoint_contents(file);
   const std::uint64_t file_bytes = file.header().data_offset + file.header().data_size;
@@ -113,7 +120,8 @@ void run_inspect(const InspectArgs& a) {
 constexpr const char* footer =
     "Lists each tensor with its shape, how it is stored and its size; a quantized tensor W is\n"
     "shown once, its W.scale and W.zero_point counted in its size. The file is fully\n"
-    "validated first (header, offsets, lucidq metadata).\n"
+    "validated first (header, offsets, lucidq metadata). A GGUF file (llama.cpp) shows its\n"
+    "metadata with types and its tensors with ggml types and bits per weight.\n"
     "\n"
     "Examples:\n"
     "  lucidq inspect model.q8.safetensors\n"
@@ -124,7 +132,7 @@ constexpr const char* footer =
 void add_inspect_command(CLI::App& app) {
   auto args = std::make_shared<InspectArgs>();
   CLI::App* cmd =
-      app.add_subcommand("inspect", "List the tensors of a safetensors file or lucidq checkpoint");
+      app.add_subcommand("inspect", "List the tensors of a safetensors, lucidq or GGUF file");
   cmd->footer(footer);
   cmd->add_option("file", args->file, "The file to inspect")->required()->type_name("FILE");
   cmd->add_flag("--json", args->json, "Print JSON instead of a table");

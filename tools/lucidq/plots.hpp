@@ -34,4 +34,17 @@ TensorCallback plot_writer(const std::filesystem::path& dir, bool force,
                            const std::vector<std::string>& planned,
                            std::vector<std::string>& written);
 
+using ReconstructionCallback =
+    std::function<void(std::string_view, const lucid::quantization::TensorView&,
+                       const lucid::quantization::TensorView&)>;
+
+/// A GgufQuantizeOptions::on_tensor callback drawing NAME.errors.png for each re-encoded
+/// tensor: the original, the codes panel, the decoded tensor and |error|. ggml blocks have
+/// no single scale, so the codes panel shows each value's level rank among the distinct
+/// decoded values of its 32-value block (0 = the block's lowest). Same checks as
+/// plot_writer.
+ReconstructionCallback reconstruction_plot_writer(const std::filesystem::path& dir, bool force,
+                                                  const std::vector<std::string>& planned,
+                                                  std::vector<std::string>& written);
+
 }  // namespace lucidq::cli

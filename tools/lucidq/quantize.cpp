@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "gguf_commands.hpp"
 #include "lucid/quantization/checkpoint.hpp"
 #include "lucid/quantization/error.hpp"
 #include "output_files.hpp"
@@ -35,7 +36,21 @@ struct QuantizeArgs {
   bool force = false;
   bool quiet = false;
   bool dry_run = false;
+  GgufQuantizeFlags gguf;
 };
+
+// The GGUF job's arguments; --include has no meaning there.
+GgufQuantizeRun gguf_run_of_checked(const QuantizeArgs& a) {
+  GgufQuantizeRun run{a.input, a.output, a.recipe, a.exclude, a.json,
+                      a.plots, a.strict, a.force,  a.quiet,   a.dry_run};
+  if (!wants_gguf_job(run, a.gguf)) return run;
+  if (!a.include.empty()) {
+    throw Q::Error(
+        "--include is for lucidq checkpoints (expected --recipe rules with "
+        "\"ggml_type\", or the preset's mixture, for GGUF output)");
+  }
+  return run;
+}
 
 Q::QuantRecipe recipe_from(const QuantizeArgs& a) {
   const Q::QuantRecipe file = a.recipe.empty() ? Q::QuantRecipe{} : Q::load_recipe(a.recipe);
@@ -118,7 +133,14 @@ constexpr const char* footer =
     "  lucidq quantize model.safetensors -o q.safetensors --exclude 'lm_head.*' --json "
     "report.json\n"
     "  lucidq quantize model.safetensors -o q.safetensors --recipe recipe.json --dry-run\n"
-    "      show which rule each tensor takes, write nothing";
+    "      show which rule each tensor takes, write nothing\n"
+    "\n"
+    "GGUF (llama.cpp): when the input is GGUF, the output ends in .gguf or --type is given,\n"
+    "the job is llama-quantize's: --type picks a preset, its per-tensor mixture decides each\n"
+    "tensor (after --exclude and recipe rules naming \"ggml_type\"), and the blocks are ggml's\n"
+    "bytes. The report adds bits per weight. docs/formats.md has the mixture table.\n"
+    "  lucidq quantize model-f16.gguf -o model-Q4_K_M.gguf --type Q4_K_M --imatrix imatrix.gguf\n"
+    "  lucidq quantize model.safetensors -o model.gguf --type Q8_0";
 
 }  // namespace
 
@@ -151,7 +173,13 @@ void add_quantize_command(CLI::App& app) {
   cmd->add_flag("-q,--quiet", args->quiet, "No progress bar and no report on stdout");
   cmd->add_flag("-n,--dry-run", args->dry_run,
                 "Print what each tensor would become and which rule decides; write nothing");
+  add_gguf_quantize_flags(*cmd, args->gguf);
   cmd->callback([args] {
+    const GgufQuantizeRun gguf = gguf_run_of_checked(*args);
+    if (wants_gguf_job(gguf, args->gguf)) {
+      run_gguf_quantize(gguf, args->gguf);
+      return;
+    }
     if (!args->dry_run && args->output.empty()) {
       throw Q::Error("--output is required (expected -o OUT.safetensors)");
     }

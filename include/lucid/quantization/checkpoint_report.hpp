@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "lucid/quantization/ggml_type.hpp"
 #include "lucid/quantization/metrics.hpp"
 #include "lucid/quantization/recipe.hpp"
 #include "lucid/quantization/scalar_type.hpp"
@@ -25,6 +26,11 @@ struct TensorReport {
   std::string reason;
   std::uint64_t bytes_before = 0;  ///< the input tensor's bytes
   std::uint64_t bytes_after = 0;   ///< codes + scales + zero points (or the copy)
+  /// GGUF jobs: the ggml type of the input tensor (for the dtype column), and the ggml type
+  /// it was written as when the job re-encoded it (nullopt: copied as is). Unset for
+  /// lucidq checkpoints.
+  std::optional<GgmlType> input_ggml_type;
+  std::optional<GgmlType> ggml_type;
   /// Quantized: every figure of error_metrics(original, quantized). Kept floating-point
   /// tensors: count and nonfinite_count only. Other tensors: all zero.
   ErrorMetrics metrics;
@@ -53,7 +59,8 @@ struct CheckpointReport {
 ///   fc1.weight    [256, 128]    per_channel_symmetric  qint8  64.0 KiB -> 33.0 KiB  ...
 ///   fc1.bias      [256]         kept (default rule)    bf16   512 B -> 512 B
 ///
-/// Kept tensors show "kept" and the reason. Thread-safe.
+/// Kept tensors show "kept" and the reason. Reports of GGUF jobs (any ggml_type set) show
+/// the ggml types, the reason and bits per weight instead of the scheme. Thread-safe.
 std::string format_report(const CheckpointReport& report);
 
 /// The report as JSON (docs/formats.md, "Quantization report"): {"input", "output",

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "lucid/quantization/ggml_type.hpp"
 #include "lucid/quantization/qdtype.hpp"
 #include "lucid/quantization/qscheme.hpp"
 #include "lucid/quantization/tensor.hpp"
@@ -55,6 +56,9 @@ struct RecipeRule {
   /// Where the rule comes from, for reports and messages: "recipe.json rules[2]",
   /// "--exclude", "default".
   std::string origin;
+  /// A ggml block type for GGUF output ("ggml_type": "q4_K"); settings is then nullopt.
+  /// Only quantize_gguf uses these rules (quantize_checkpoint refuses them).
+  std::optional<GgmlType> ggml_type;
 };
 
 /// An ordered list of rules: the first rule that applies to a tensor decides what happens to
@@ -93,7 +97,8 @@ QuantRecipe compose_recipe(const std::vector<std::string>& exclude, const QuantR
 /// "skip": true or any of "scheme" (default per_channel_symmetric), "dtype" (default qint8;
 /// any name qdtype_from_string accepts), "group_size" (default 0), "axis" (default 0, or -1
 /// when group_size > 0: groups run along the last axis), plus "min_ndim" (default 0) and
-/// "comment" (ignored). Top level: "rules" (required), "version" (1 if given), "comment".
+/// "comment" (ignored); or, for GGUF output, "ggml_type" (a ggml type name, alone).
+/// Top level: "rules" (required), "version" (1 if given), "comment".
 /// Throws Error naming `display_name`, the rule index and the key, e.g.
 /// `recipe.json: rules[1]: "dtype": "int3" is unknown (expected qint8, ...)`, for invalid
 /// JSON or UTF-8, unknown keys, wrong types, bad values, and "skip" mixed with settings.

@@ -18,6 +18,7 @@ const KernelTable& avx512_table() {
     avx512::fill_pack_kernels(t);
     avx512::fill_range_kernels(t);
     avx512::fill_requantize_kernels(t);
+    avx512::fill_ggml_kernels(t);
     // The fused per-group kernels of the AVX2 tier (every AVX-512 CPU runs them): one call per
     // run of groups beats the per-group calls of the AVX-512 range and quantize kernels.
     for (int f = 0; f < float_type_count; ++f) {

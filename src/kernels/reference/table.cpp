@@ -11,6 +11,7 @@ const KernelTable& reference_table() {
     reference::fill_pack_kernels(t);
     reference::fill_range_kernels(t);
     reference::fill_requantize_kernels(t);
+    reference::fill_ggml_kernels(t);
     t.variant = KernelVariant::reference;
     t.name = "reference";
     t.gemm = gemm_u8s8_i32_16c4__reference;
