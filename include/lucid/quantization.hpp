@@ -3,6 +3,8 @@
 
 #include "lucid/quantization/checkpoint.hpp"
 #include "lucid/quantization/checkpoint_report.hpp"
+#include "lucid/quantization/conv.hpp"
+#include "lucid/quantization/embedding.hpp"
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/gemm.hpp"
 #include "lucid/quantization/ggml_type.hpp"

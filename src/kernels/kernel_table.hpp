@@ -3,12 +3,14 @@
 // An elementwise kernel processes a contiguous run of `n` elements with no allocation, no
 // threading and no validation: the caller (src/core) has already checked the
 // parameters and split the work. The other families' contracts are in their headers
-// (gemm_int8.hpp, weight_only.hpp, error_sums.hpp, histogram.hpp). Every tier must produce
-// bit-identical output to the reference tier (src/kernels/reference), which is the specification.
+// (gemm_int8.hpp, conv_depthwise.hpp, weight_only.hpp, error_sums.hpp, histogram.hpp). Every tier
+// must produce bit-identical output to the reference tier (src/kernels/reference), which is the
+// specification.
 #pragma once
 
 #include <cstdint>
 
+#include "kernels/conv_depthwise.hpp"
 #include "kernels/error_sums.hpp"
 #include "kernels/gemm_int8.hpp"
 #include "kernels/histogram.hpp"
@@ -120,6 +122,7 @@ struct KernelTable {
   // The kernel families beyond the elementwise ones; each contract is in the header named.
   igemm::GemmKernelFn gemm;                          // gemm_int8.hpp: int32 accumulators
   igemm::RequantizeRowFn gemm_requantize_row;        // gemm_int8.hpp: the requantized output stage
+  igemm::DepthwiseRowFn conv_depthwise;              // conv_depthwise.hpp: one output row
   weight_only::PanelsKernel weight_only_f32;         // weight_only.hpp: float activations
   weight_only::Int8Kernel weight_only_u8_few_rows;   // int8 activations: int4 codes, int8 few rows
   weight_only::Int8Kernel weight_only_u8_many_rows;  // int8 activations: int8 codes, many rows

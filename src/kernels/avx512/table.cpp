@@ -26,6 +26,7 @@ const KernelTable& avx512_table() {
     }
     t.gemm = gemm_u8s8_i32_16c4__avx512_bw;
     t.gemm_requantize_row = requantize_row_i32_u8__avx512;
+    t.conv_depthwise = conv_depthwise_u8s16_i32__avx512;
     t.weight_only_f32 = weight_only::weight_only_f32_16c__avx512;
     // No VNNI: the AVX2 int8-activation kernel (int4 and int8 codes).
     t.weight_only_u8_few_rows = {weight_only::weight_only_u8_16c__avx2, 1};
