@@ -1,11 +1,16 @@
 // Umbrella header: the whole public lucid::quantization API.
 #pragma once
 
+#include "lucid/quantization/awq.hpp"
+#include "lucid/quantization/channel_stats.hpp"
 #include "lucid/quantization/checkpoint.hpp"
 #include "lucid/quantization/checkpoint_report.hpp"
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/gemm.hpp"
 #include "lucid/quantization/ggml_type.hpp"
+#include "lucid/quantization/gptq.hpp"
+#include "lucid/quantization/hessian.hpp"
+#include "lucid/quantization/hqq.hpp"
 #include "lucid/quantization/metrics.hpp"
 #include "lucid/quantization/observer.hpp"
 #include "lucid/quantization/observer_calibrators.hpp"
@@ -22,6 +27,9 @@
 #include "lucid/quantization/requantize.hpp"
 #include "lucid/quantization/runtime.hpp"
 #include "lucid/quantization/scalar_type.hpp"
+#include "lucid/quantization/smooth_quant.hpp"
 #include "lucid/quantization/tensor.hpp"
 #include "lucid/quantization/version.hpp"
+#include "lucid/quantization/weight_grid.hpp"
 #include "lucid/quantization/weight_only.hpp"
+#include "lucid/quantization/weighted_rtn.hpp"
