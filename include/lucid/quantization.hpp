@@ -4,6 +4,7 @@
 #include "lucid/quantization/awq.hpp"
 #include "lucid/quantization/channel_stats.hpp"
 #include "lucid/quantization/checkpoint.hpp"
+#include "lucid/quantization/checkpoint_algorithms.hpp"
 #include "lucid/quantization/checkpoint_report.hpp"
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/gemm.hpp"
