@@ -151,3 +151,20 @@ def test_bad_module_names_are_named(rng):
         lucidq.gptq(model, [correlated(rng, 8)], modules=["norm"])
     with pytest.raises(ValueError, match="no module named 'nope'"):
         lucidq.smooth_quant(model, [correlated(rng, 8)], [("nope", ["fc1"])])
+
+
+def test_docs_example():
+    # The ">>>" example of docs/algorithms.md's section "Example".
+    import doctest
+    import pathlib
+
+    text = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "algorithms.md").read_text()
+    start = text.index("## Example")
+    section = text[start:]
+    section = "\n".join("" if line.startswith("```") else line for line in section.splitlines())
+    test = doctest.DocTestParser().get_doctest(section, {}, "docs/algorithms.md", None, 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    runner.run(test)
+    result = runner.summarize(verbose=False)
+    print(f"docs/algorithms.md: {result.attempted} examples")
+    assert result.attempted >= 8 and result.failed == 0
