@@ -75,8 +75,10 @@ double measure_clock_ghz(int samples) {
 }
 
 Int8Peak measure_int8_peak(int threads, int samples, double seconds_per_sample) {
+  // The loop of the tier in use: the AVX2 one when the AVX2 tier is pinned (LUCIDQ_ISA=avx2).
   const auto features = lucid::quantization::cpu_features();
-  const bool vnni = features.avx512vnni && features.avx512f && features.avx512bw;
+  const bool vnni = features.avx512vnni && features.avx512f && features.avx512bw &&
+                    lucid::quantization::active_isa() == lucid::quantization::Isa::avx512;
   Int8Peak peak;
   peak.threads = threads;
   peak.kernel = vnni ? "avx512-vnni vpdpbusd zmm" : "avx2 vpmaddubsw+vpmaddwd+vpaddd ymm";

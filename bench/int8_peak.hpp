@@ -22,8 +22,9 @@ struct Int8Peak {
   double median_gops() const { return 2 * median_macs_per_second / 1e9; }
 };
 
-/// Measures the peak with the best loop this CPU has (VNNI when cpu_features()
-/// reports it) over `samples` samples of about `seconds_per_sample` each.
+/// Measures the peak with the loop of the active tier (VNNI when cpu_features()
+/// reports it and the avx512 tier is active, else AVX2) over `samples` samples of about
+/// `seconds_per_sample` each.
 Int8Peak measure_int8_peak(int threads, int samples, double seconds_per_sample);
 
 /// The core clock in GHz: a chain of dependent 64-bit adds (1 cycle each), best of samples.

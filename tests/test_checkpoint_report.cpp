@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint_test_support.hpp"
-#include "io/checkpoint_metrics.hpp"
+#include "core/streaming_metrics.hpp"
 #include "lucid/quantization/checkpoint.hpp"
 #include "lucid/quantization/quantize.hpp"
 #include "test_support.hpp"

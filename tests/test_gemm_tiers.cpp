@@ -123,32 +123,39 @@ TEST_P(GemmVariant, MatchesReferenceOverShapes) {
 
 TEST_P(GemmVariant, ExtremeCodesAtMaximumDepth) {
   // K = max_gemm_depth with every product at its largest magnitude: the true sums
-  // K · 255 · (−128) and K · (−128) · (−128)... reach ±2^31 − 2^k and must not wrap.
+  // K · 255 · (−128) and K · (−128) · (−128)... reach ±2^31 − 2^k and must not wrap, and every
+  // pair of products exceeds int16 (a scheme that adds pairs in int16, like vpmaddubsw, fails).
+  // 2 rows (the small-M paths) and 7 (AVX2's widened path: a 4-row and a 3-row register tile);
+  // N = 49 pads to 4 panels (a 3-panel slice and a 1-panel one).
   const std::int64_t k = Q::max_gemm_depth;
+  constexpr std::int64_t n = 49, width = 64;
   const G::GemmKernel reference = G::gemm_kernel_variants()[0];
   for (const std::int8_t code : {std::int8_t{-128}, std::int8_t{127}}) {
-    std::vector<std::int8_t> wv(static_cast<std::size_t>(17 * k), code);
+    std::vector<std::int8_t> wv(static_cast<std::size_t>(n * k), code);
     const float scale = 1.0f;
-    const auto w = Q::PackedWeightsInt8::pack(wv.data(), 17, k, k, {&scale, 1});
-    for (const bool flip : {false, true}) {
-      // a − z = 255 (a = 255, z = 0) and −255 (a = 0, z = 255), in uint8 or int8 form.
-      for (const int sign : {1, -1}) {
-        std::mt19937_64 rng(1);
-        Activations a(rng, 2, k, k, 0);
-        const std::uint8_t fill = sign > 0 ? 255 : 0;
-        std::fill(a.bytes.get(), a.bytes.get() + 2 * k,
-                  static_cast<std::uint8_t>(fill ^ (flip ? 0x80 : 0)));
-        const std::int32_t effective = sign > 0 ? 0 : 255;  // z + 128 for int8 (already flipped)
-        const auto expected_value = static_cast<std::int64_t>(sign) * 255 * code * k;
-        ASSERT_LT(std::abs(expected_value), std::int64_t{1} << 31);
-        const auto actual = run(kernel_, a, 2, k, flip, effective, w);
-        const auto spec = run(reference, a, 2, k, flip, effective, w);
-        for (std::int64_t i = 0; i < 2 * 32; ++i) {
-          const std::int64_t col = i % 32;
-          const std::int64_t expected = col < 17 ? expected_value : 0;
-          ASSERT_EQ(actual[static_cast<std::size_t>(i)], expected)
-              << kernel_.name << " col " << col;
-          ASSERT_EQ(spec[static_cast<std::size_t>(i)], expected) << "reference col " << col;
+    const auto w = Q::PackedWeightsInt8::pack(wv.data(), n, k, k, {&scale, 1});
+    for (const std::int64_t m : {2, 7}) {
+      for (const bool flip : {false, true}) {
+        // a − z = 255 (a = 255, z = 0) and −255 (a = 0, z = 255), in uint8 or int8 form.
+        for (const int sign : {1, -1}) {
+          std::mt19937_64 rng(1);
+          Activations a(rng, m, k, k, 0);
+          const std::uint8_t fill = sign > 0 ? 255 : 0;
+          std::fill(a.bytes.get(), a.bytes.get() + m * k,
+                    static_cast<std::uint8_t>(fill ^ (flip ? 0x80 : 0)));
+          const std::int32_t effective = sign > 0 ? 0 : 255;  // z + 128 for int8 (already flipped)
+          const auto expected_value = static_cast<std::int64_t>(sign) * 255 * code * k;
+          ASSERT_LT(std::abs(expected_value), std::int64_t{1} << 31);
+          const auto actual = run(kernel_, a, m, k, flip, effective, w);
+          const auto spec = run(reference, a, m, k, flip, effective, w);
+          for (std::int64_t i = 0; i < m * width; ++i) {
+            const std::int64_t col = i % width;
+            const std::int64_t expected = col < n ? expected_value : 0;
+            ASSERT_EQ(actual[static_cast<std::size_t>(i)], expected)
+                << kernel_.name << " M=" << m << " row " << i / width << " col " << col << " code "
+                << int{code} << " flip " << flip << " a - z = " << sign * 255;
+            ASSERT_EQ(spec[static_cast<std::size_t>(i)], expected) << "reference col " << col;
+          }
         }
       }
     }

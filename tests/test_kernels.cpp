@@ -466,5 +466,50 @@ TEST_P(KernelTier, RequantizeMatchesReference) {
   }
 }
 
+// The fused per-group kernels: group sizes on and off the 8-lane vectors, groups holding a
+// NaN or an Inf (the exact re-run) or nothing finite, every 8-bit grid, per-group parameters.
+TEST_P(KernelTier, GroupRangesAndCodesMatchReference) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  const float specials[] = {std::numeric_limits<float>::quiet_NaN(), INFINITY, -INFINITY};
+  for (const K::FloatType t : float_types) {
+    for (const std::int64_t size : {1, 7, 8, 32, 40, 128, 131}) {
+      const std::int64_t groups = 9;
+      const std::int64_t n = groups * size;
+      Guarded x(static_cast<std::size_t>(n) * (t == K::FloatType::f32 ? 4 : 2), 0);
+      for (std::int64_t k = 0; k < n; ++k)
+        put(x, t, k, k % 97 == 5 ? -0.0f : normal(rng));
+      put(x, t, 2 * size + size / 2, specials[0]);  // group 2: a NaN
+      put(x, t, 4 * size, specials[1]);             // group 4: an Inf
+      for (std::int64_t k = 6 * size; k < 7 * size; ++k)
+        put(x, t, k, specials[k % 3]);  // group 6: nothing finite
+      const std::string at =
+          "type " + std::to_string(int(t)) + ", group size " + std::to_string(size);
+      std::vector<float> lo(groups), hi(groups), lo_ref(groups), hi_ref(groups);
+      reference().minmax_groups[int(t)](x.data(), groups, size, lo_ref.data(), hi_ref.data());
+      tier().minmax_groups[int(t)](x.data(), groups, size, lo.data(), hi.data());
+      EXPECT_EQ(lo, lo_ref) << at;  // -0 == +0: the sign of a zero is unspecified
+      EXPECT_EQ(hi, hi_ref) << at;
+      for (const K::Grid grid : grids_for(K::CodeWidth::b8)) {
+        std::vector<float> inv(groups), scales(groups);
+        std::vector<std::int32_t> zero_points(groups);
+        for (std::int64_t g = 0; g < groups; ++g) {
+          scales[g] = random_scale(rng);
+          inv[g] = 1.0f / scales[g];
+          zero_points[g] = random_zero_point(rng, grid);
+        }
+        Guarded expected(static_cast<std::size_t>(n), 0), actual(static_cast<std::size_t>(n), 1);
+        reference().quantize_groups[int(t)](x.data(), groups, size, inv.data(), scales.data(),
+                                            zero_points.data(), grid, expected.as<std::int8_t>());
+        tier().quantize_groups[int(t)](x.data(), groups, size, inv.data(), scales.data(),
+                                       zero_points.data(), grid, actual.as<std::int8_t>());
+        ASSERT_EQ(actual.payload(), expected.payload())
+            << at << ", grid [" << grid.quant_min << ", " << grid.quant_max << "]";
+        ASSERT_TRUE(actual.intact()) << at;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Tiers, KernelTier, ::testing::Values(Q::Isa::avx2, Q::Isa::avx512),
                          [](const auto& info) { return Q::to_string(info.param); });

@@ -228,20 +228,23 @@ TEST(QuantizeInto, MatchesTheAllocatingFormsAndChecksSizes) {
 TEST(QuantizePerGroup, EqualsChooseQparamsThenQuantizeOnLargeInputs) {
   std::mt19937_64 rng(Q::testing::test_seed());
   RuntimeGuard guard;
-  const Q::Tensor x = make_input({257, 129}, Q::ScalarType::bfloat16, rng);
-  for (const int threads : {1, 2}) {
-    Q::set_num_threads(threads);
-    for (const auto& [axis, group] : {std::pair{1, 32}, std::pair{-1, 7}, std::pair{0, 5}}) {
-      for (const Q::QDtype& dtype : {Q::qint4, Q::quint2, Q::qint8}) {
-        const Q::QuantizedTensor fused =
-            Q::quantize_per_group(x, dtype, Q::per_channel_affine, axis, group);
-        const Q::QuantizedTensor two_step =
-            Q::quantize(x, Q::choose_qparams(x, Q::per_channel_affine, dtype, axis, group));
-        EXPECT_EQ(fused.qparams().scale, two_step.qparams().scale);
-        EXPECT_EQ(fused.qparams().zero_point, two_step.qparams().zero_point);
-        EXPECT_EQ(fused.qparams().ch_axis, axis);
-        EXPECT_EQ(fused.int_repr(), two_step.int_repr())
-            << dtype.name() << " axis " << axis << " group " << group;
+  for (const Q::ScalarType type : {Q::ScalarType::bfloat16, Q::ScalarType::float32}) {
+    const Q::Tensor x = make_input({257, 129}, type, rng);
+    for (const int threads : {1, 2}) {
+      Q::set_num_threads(threads);
+      for (const auto& [axis, group] : {std::pair{1, 32}, std::pair{-1, 7}, std::pair{0, 5}}) {
+        for (const Q::QDtype& dtype : {Q::qint4, Q::quint2, Q::qint8}) {
+          const Q::QuantizedTensor fused =
+              Q::quantize_per_group(x, dtype, Q::per_channel_affine, axis, group);
+          const Q::QuantizedTensor two_step =
+              Q::quantize(x, Q::choose_qparams(x, Q::per_channel_affine, dtype, axis, group));
+          EXPECT_EQ(fused.qparams().scale, two_step.qparams().scale);
+          EXPECT_EQ(fused.qparams().zero_point, two_step.qparams().zero_point);
+          EXPECT_EQ(fused.qparams().ch_axis, axis);
+          EXPECT_EQ(fused.int_repr(), two_step.int_repr())
+              << dtype.name() << " axis " << axis << " group " << group << " input "
+              << Q::to_string(type);
+        }
       }
     }
   }
@@ -347,5 +350,41 @@ TEST(ByteBuffer, AllocatingFormsOverwriteReusedBuffers) {
       Q::ByteBuffer dirty = Q::ByteBuffer::uninitialized(static_cast<std::size_t>(n) * 4);
       std::memset(dirty.data(), 0x7f, dirty.size());
     }
+  }
+}
+
+// requantize and quantize_per_group also write every byte of a reused buffer, the unused high
+// nibble of an odd-length int4 storage included: each output lands in a mapping left dirty.
+TEST(ByteBuffer, RequantizeAndPerGroupQuantizeOverwriteReusedBuffers) {
+  const RuntimeGuard guard;
+  const std::int64_t n = (std::int64_t{9} << 20) + 1;  // odd: int4 storage ends in half a byte
+  std::vector<std::int32_t> acc(static_cast<std::size_t>(n));
+  std::vector<float> x(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < acc.size(); ++i) {
+    acc[i] = static_cast<std::int32_t>(i * 2654435761u) >> 12;
+    x[i] = static_cast<float>(i * 2654435761u % 1000) - 500.0f;
+  }
+  const auto dirty = [](std::size_t bytes) {
+    Q::ByteBuffer b = Q::ByteBuffer::uninitialized(bytes);
+    std::memset(b.data(), 0xa5, b.size());
+  };
+  std::vector<std::uint8_t> expected(static_cast<std::size_t>(n));
+  Q::requantize_row(acc.data(), n, 1.0f / 4096, 3, Q::qint8, expected.data());
+  Q::release_cached_buffers();
+  const Q::TensorView x_view(x.data(), Q::ScalarType::float32, {1, n});
+  const Q::QuantizedTensor fresh = Q::quantize_per_group(x_view, Q::qint4, Q::per_channel_symmetric,
+                                                         1, 32);  // a fresh (zero) mapping
+  const std::vector<std::uint8_t> fresh_bytes(fresh.storage().begin(), fresh.storage().end());
+  ASSERT_EQ(fresh_bytes.back() >> 4, 0) << "the unused high nibble of the last byte";
+  for (int threads = 1; threads <= 2; ++threads) {
+    Q::set_num_threads(threads);
+    dirty(static_cast<std::size_t>(n));
+    const Q::Tensor q = Q::requantize(Q::TensorView(acc.data(), Q::ScalarType::int32, {n}),
+                                      1.0f / 4096, 3, Q::qint8);
+    ASSERT_EQ(0, std::memcmp(q.data(), expected.data(), expected.size())) << threads << " threads";
+    dirty(fresh_bytes.size());
+    const Q::QuantizedTensor g =
+        Q::quantize_per_group(x_view, Q::qint4, Q::per_channel_symmetric, 1, 32);
+    ASSERT_TRUE(std::ranges::equal(g.storage(), fresh_bytes)) << threads << " threads";
   }
 }

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "io/checkpoint_metrics.hpp"
+#include "core/streaming_metrics.hpp"
 #include "kernels/dispatch.hpp"
 #include "lucid/quantization.hpp"
 #include "test_support.hpp"

@@ -116,6 +116,8 @@ void bind_gemm(py::module_& m);
 void bind_checkpoint(py::module_& m);
 void bind_safetensors(py::module_& m);
 void bind_weight_only(py::module_& m);
+void bind_conv(py::module_& m);
+void bind_embedding(py::module_& m);
 void bind_algorithms(py::module_& m);
 
 }  // namespace lucidq_python

@@ -28,5 +28,7 @@ PYBIND11_MODULE(_lucidq, m) {
   lucidq_python::bind_checkpoint(m);
   lucidq_python::bind_safetensors(m);
   lucidq_python::bind_weight_only(m);
+  lucidq_python::bind_conv(m);
+  lucidq_python::bind_embedding(m);
   lucidq_python::bind_algorithms(m);
 }

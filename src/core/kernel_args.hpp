@@ -47,6 +47,14 @@ inline int packed_bits(Storage storage) {
   return storage == Storage::packed4 ? 4 : storage == Storage::packed2 ? 2 : 0;
 }
 
+/// The kernel that unpacks codes of a packed 4- or 2-bit dtype to int8 (sign-extended when
+/// signed): the one unpacking routine every reader of packed codes uses.
+inline kernels::UnpackFn unpack_kernel(const kernels::KernelTable& k, const QDtype& qdtype) {
+  const bool is_signed = qdtype.is_signed();
+  if (qdtype.bits() == 4) return is_signed ? k.unpack4_signed : k.unpack4_unsigned;
+  return is_signed ? k.unpack2_signed : k.unpack2_unsigned;
+}
+
 /// Bytes per code of byte-addressed storage (1, 2 or 4).
 inline int code_bytes(Storage storage) {
   switch (storage) {

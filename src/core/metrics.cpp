@@ -1,62 +1,20 @@
-// Error metrics: MSE, RMSE, max |error|, SQNR, cosine similarity, saturation.
+// Error metrics: MSE, RMSE, max |error|, SQNR, cosine similarity, saturation (the streaming
+// engine of core/streaming_metrics.cpp computes every figure).
 #include "lucid/quantization/metrics.hpp"
 
 #include <cmath>
-#include <limits>
+#include <string>
+#include <vector>
 
+#include "core/kernel_args.hpp"
+#include "core/streaming_metrics.hpp"
+#include "kernels/dispatch.hpp"
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/quantize.hpp"
 #include "support/param_layout.hpp"
 
 namespace lucid::quantization {
 namespace {
-
-// Sums over the finite elements, folded into ErrorMetrics by finish().
-struct Accumulator {
-  std::int64_t count = 0;
-  std::int64_t nonfinite = 0;
-  std::int64_t saturated = 0;
-  double sum_sq_error = 0;
-  double sum_sq_signal = 0;
-  double sum_sq_reconstruction = 0;
-  double dot = 0;
-  double max_abs_error = 0;
-
-  void add(float x, float x_hat) {
-    if (!std::isfinite(x)) {
-      ++nonfinite;
-      return;
-    }
-    const double error = static_cast<double>(x_hat) - x;
-    ++count;
-    sum_sq_error += error * error;
-    sum_sq_signal += static_cast<double>(x) * x;
-    sum_sq_reconstruction += static_cast<double>(x_hat) * x_hat;
-    dot += static_cast<double>(x) * x_hat;
-    max_abs_error = std::max(max_abs_error, std::abs(error));
-  }
-
-  ErrorMetrics finish() const {
-    ErrorMetrics m;
-    m.count = count;
-    m.nonfinite_count = nonfinite;
-    if (count == 0) return m;
-    m.mse = sum_sq_error / static_cast<double>(count);
-    m.rmse = std::sqrt(m.mse);
-    m.max_abs_error = max_abs_error;
-    m.sqnr_db = sum_sq_error == 0 ? std::numeric_limits<double>::infinity()
-                                  : 10.0 * std::log10(sum_sq_signal / sum_sq_error);
-    if (sum_sq_signal == 0 && sum_sq_reconstruction == 0) {
-      m.cosine_similarity = 1.0;
-    } else if (sum_sq_signal == 0 || sum_sq_reconstruction == 0) {
-      m.cosine_similarity = 0.0;
-    } else {
-      m.cosine_similarity = dot / std::sqrt(sum_sq_signal * sum_sq_reconstruction);
-    }
-    m.fraction_saturated = static_cast<double>(saturated) / static_cast<double>(count);
-    return m;
-  }
-};
 
 void check_same_shape(const Shape& a, const Shape& b, const char* what) {
   if (a != b) {
@@ -65,35 +23,12 @@ void check_same_shape(const Shape& a, const Shape& b, const char* what) {
   }
 }
 
-// Whether the code of x was clamped: its unclamped value left [qmin, qmax].
-bool saturates(float x, float scale, std::int32_t zero_point, const QDtype& qdtype) {
-  const double code = static_cast<double>(std::nearbyint(x * (1.0f / scale))) + zero_point;
-  return code < static_cast<double>(qdtype.quant_min()) ||
-         code > static_cast<double>(qdtype.quant_max());
-}
-
-// Per-slot accumulation of original vs dequantized, with `slot_of(flat)`
-// choosing the accumulator.
-template <class SlotOf>
-std::vector<Accumulator> accumulate(const TensorView& original, const QuantizedTensor& quantized,
-                                    std::size_t slots, SlotOf slot_of) {
-  check_same_shape(original.shape, quantized.shape(), "error_metrics");
-  const std::vector<float> x = to_float32(original, "error_metrics: original");
-  const Tensor x_hat = dequantize(quantized);
-  const float* y = x_hat.data_as<float>();
-  const QParams& qp = quantized.qparams();
-  std::vector<Accumulator> acc(slots);
-  detail::ParamLayout::make(original.shape, qp.qscheme, qp.ch_axis, qp.group_size)
-      .for_each([&](std::int64_t flat, std::int64_t param) {
-        const auto f = static_cast<std::size_t>(flat);
-        const auto p = static_cast<std::size_t>(param);
-        Accumulator& a = acc[slot_of(flat)];
-        a.add(x[f], y[f]);
-        if (std::isfinite(x[f]) && saturates(x[f], qp.scale[p], qp.zero_point[p], qp.qdtype)) {
-          ++a.saturated;
-        }
-      });
-  return acc;
+// `view` as the engine reads it: itself when float32 / float16 / bfloat16, else narrowed to
+// float32 into `storage` (float64; other types throw naming `what`).
+TensorView engine_input(const TensorView& view, const char* what, std::vector<float>& storage) {
+  if (detail::is_kernel_input(view.type)) return view;
+  storage = to_float32(view, what);
+  return TensorView(storage.data(), ScalarType::float32, view.shape);
 }
 
 }  // namespace
@@ -104,33 +39,53 @@ double quantization_error(const TensorView& original, const TensorView& dequanti
 
 ErrorMetrics error_metrics(const TensorView& original, const TensorView& reconstructed) {
   check_same_shape(original.shape, reconstructed.shape, "error_metrics");
-  const std::vector<float> x = to_float32(original, "error_metrics: original");
-  const std::vector<float> y = to_float32(reconstructed, "error_metrics: reconstructed");
-  Accumulator acc;
-  for (std::size_t i = 0; i < x.size(); ++i)
-    acc.add(x[i], y[i]);
-  return acc.finish();
+  std::vector<float> x_storage, y_storage;
+  return detail::streaming_error_metrics(
+      engine_input(original, "error_metrics: original", x_storage),
+      engine_input(reconstructed, "error_metrics: reconstructed", y_storage));
 }
 
 ErrorMetrics error_metrics(const TensorView& original, const QuantizedTensor& quantized) {
-  return accumulate(original, quantized, 1, [](std::int64_t) { return std::size_t{0}; })[0]
-      .finish();
+  check_same_shape(original.shape, quantized.shape(), "error_metrics");
+  std::vector<float> storage;
+  return detail::streaming_error_metrics(engine_input(original, "error_metrics: original", storage),
+                                         quantized);
 }
 
 std::vector<ErrorMetrics> error_metrics_per_channel(const TensorView& original,
                                                     const QuantizedTensor& quantized, int axis) {
-  const auto layout =
+  const auto channels_layout =
       detail::ParamLayout::make(original.shape, QScheme::PER_CHANNEL_AFFINE,
                                 normalize_axis(axis, original.shape.size(), "axis"), 0);
-  const auto channels = static_cast<std::size_t>(layout.dim);
-  const std::vector<Accumulator> acc =
-      accumulate(original, quantized, channels, [&](std::int64_t flat) {
-        return static_cast<std::size_t>((flat / layout.inner) % layout.dim);
+  check_same_shape(original.shape, quantized.shape(), "error_metrics");
+  const std::vector<float> x = to_float32(original, "error_metrics: original");
+  const Tensor x_hat = dequantize(quantized);
+  const float* y = x_hat.data_as<float>();
+  const QParams& qp = quantized.qparams();
+  // Each channel's pairs gathered in element order, then summed as error_metrics sums a tensor.
+  const auto channels = static_cast<std::size_t>(channels_layout.dim);
+  std::vector<std::vector<float>> xs(channels), ys(channels);
+  std::vector<detail::MetricSums> sums(channels);
+  detail::ParamLayout::make(original.shape, qp.qscheme, qp.ch_axis, qp.group_size)
+      .for_each([&](std::int64_t flat, std::int64_t param) {
+        const auto f = static_cast<std::size_t>(flat);
+        const auto p = static_cast<std::size_t>(param);
+        const auto c =
+            static_cast<std::size_t>((flat / channels_layout.inner) % channels_layout.dim);
+        xs[c].push_back(x[f]);
+        ys[c].push_back(y[f]);
+        if (std::isfinite(x[f]) &&
+            detail::saturates(x[f], qp.scale[p], qp.zero_point[p], qp.qdtype))
+          ++sums[c].saturated;
       });
+  const kernels::KernelTable& kt = kernels::active();
   std::vector<ErrorMetrics> out;
-  out.reserve(acc.size());
-  for (const Accumulator& a : acc)
-    out.push_back(a.finish());
+  out.reserve(channels);
+  for (std::size_t c = 0; c < channels; ++c) {
+    detail::add_pairs(kt, xs[c].data(), ys[c].data(), static_cast<std::int64_t>(xs[c].size()),
+                      sums[c]);
+    out.push_back(sums[c].finish());
+  }
   return out;
 }
 

@@ -1,8 +1,11 @@
 // pack_codes / unpack_codes: codes <-> their dtype's storage bytes.
 #include "lucid/quantization/pack.hpp"
 
+#include <algorithm>
 #include <cstring>
 
+#include "core/kernel_args.hpp"
+#include "kernels/dispatch.hpp"
 #include "lucid/quantization/error.hpp"
 
 namespace lucid::quantization {
@@ -85,16 +88,12 @@ std::vector<std::int32_t> unpack_codes(std::span<const std::uint8_t> storage, st
   switch (qdtype.storage()) {
     case Storage::packed2:
     case Storage::packed4: {
-      const int bits = qdtype.bits();
-      const int per_byte = 8 / bits;
-      const unsigned mask = (1u << bits) - 1u;
-      const unsigned sign_bit = 1u << (bits - 1);
-      for (std::size_t i = 0; i < out.size(); ++i) {
-        const auto shift = static_cast<unsigned>((i % per_byte) * bits);
-        const unsigned field = (storage[i / per_byte] >> shift) & mask;
-        const bool negative = qdtype.is_signed() && (field & sign_bit) != 0;
-        out[i] =
-            static_cast<std::int32_t>(field) - (negative ? static_cast<std::int32_t>(mask + 1) : 0);
+      const kernels::UnpackFn unpack = detail::unpack_kernel(kernels::active(), qdtype);
+      std::int8_t scratch[detail::scratch_codes];  // a multiple of 8: chunks start on a byte
+      for (std::int64_t chunk = 0; chunk < count; chunk += detail::scratch_codes) {
+        const std::int64_t n = std::min(detail::scratch_codes, count - chunk);
+        unpack(storage.data() + chunk * qdtype.bits() / 8, n, scratch);
+        std::copy(scratch, scratch + n, out.begin() + chunk);
       }
       break;
     }

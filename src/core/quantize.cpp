@@ -164,9 +164,7 @@ void dequantize_range(const KernelTable& k, const QuantizedTensor& q, const Para
     return;
   }
   std::int8_t scratch[detail::scratch_codes];
-  const bool is_signed = qp.qdtype.is_signed();
-  const kernels::UnpackFn unpack = bits == 4 ? (is_signed ? k.unpack4_signed : k.unpack4_unsigned)
-                                             : (is_signed ? k.unpack2_signed : k.unpack2_unsigned);
+  const kernels::UnpackFn unpack = detail::unpack_kernel(k, qp.qdtype);
   const int per_byte = 8 / bits;
   for (std::int64_t chunk = begin; chunk < end; chunk += detail::scratch_codes) {
     const std::int64_t stop = std::min(end, chunk + detail::scratch_codes);

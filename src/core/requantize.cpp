@@ -38,7 +38,9 @@ void check_parameters(std::span<const float> multipliers, std::span<const std::i
 Tensor requantize_with_layout(const TensorView& acc, std::span<const float> multipliers,
                               std::span<const std::int32_t> zero_points,
                               const detail::ParamLayout& layout, const QDtype& qdtype) {
-  Tensor out(qdtype.is_signed() ? ScalarType::int8 : ScalarType::uint8, acc.shape);
+  // Every code is written below: a reused mapping, no fresh page faults (tensor.hpp).
+  Tensor out =
+      Tensor::uninitialized(qdtype.is_signed() ? ScalarType::int8 : ScalarType::uint8, acc.shape);
   const kernels::KernelTable& k = kernels::active();
   const kernels::Grid grid = detail::grid_of(qdtype);
   const auto* in = acc.data_as<std::int32_t>();

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstring>
 
+#include "core/widen.hpp"
 #include "lucid/quantization/error.hpp"
 
 namespace lucid::quantization {
@@ -116,3 +117,21 @@ std::uint16_t float_to_float16(float value) {
 }
 
 }  // namespace lucid::quantization
+
+namespace lucid::quantization::detail {
+
+void widen_to_float32(const void* x, ScalarType type, std::int64_t n, float* out) {
+  const auto* bytes = static_cast<const unsigned char*>(x);
+  if (type == ScalarType::float32) {
+    if (n > 0) std::memcpy(out, bytes, static_cast<std::size_t>(n) * sizeof(float));
+    return;
+  }
+  const bool half = type == ScalarType::float16;
+  for (std::int64_t k = 0; k < n; ++k) {
+    std::uint16_t bits;
+    std::memcpy(&bits, bytes + 2 * k, 2);  // the data may be unaligned
+    out[k] = half ? float16_to_float(bits) : bfloat16_to_float(bits);
+  }
+}
+
+}  // namespace lucid::quantization::detail

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "core/large_buffer.hpp"
+#include "core/widen.hpp"
 #include "lucid/quantization/error.hpp"
 
 namespace lucid::quantization {
@@ -247,16 +248,9 @@ std::vector<float> to_float32(const TensorView& view, const char* what) {
   // memcpy per element: views into mapped files may be unaligned.
   switch (view.type) {
     case ScalarType::float32:
-      if (count) std::memcpy(out.data(), bytes, count * sizeof(float));
-      break;
     case ScalarType::float16:
     case ScalarType::bfloat16:
-      for (std::size_t i = 0; i < count; ++i) {
-        std::uint16_t bits;
-        std::memcpy(&bits, bytes + 2 * i, 2);
-        out[i] =
-            view.type == ScalarType::float16 ? float16_to_float(bits) : bfloat16_to_float(bits);
-      }
+      detail::widen_to_float32(view.data, view.type, static_cast<std::int64_t>(count), out.data());
       break;
     case ScalarType::float64:
       for (std::size_t i = 0; i < count; ++i) {

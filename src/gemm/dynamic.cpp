@@ -1,14 +1,12 @@
 // gemm_dynamic / linear_dynamic: float activations quantized per row (or per tensor), then the int8
 // GEMM.
-#include <cmath>
 #include <string>
 #include <vector>
 
-#include "core/kernel_args.hpp"
+#include "core/row_quantization.hpp"
 #include "gemm/driver.hpp"
 #include "gemm/output_stage.hpp"
 #include "kernels/dispatch.hpp"
-#include "kernels/parallel.hpp"
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/gemm.hpp"
 
@@ -16,16 +14,6 @@ namespace lucid::quantization {
 namespace {
 
 constexpr const char* what = "gemm_dynamic";
-constexpr int f32 = static_cast<int>(kernels::FloatType::f32);
-
-// Throws naming the first non-finite element of row `row` (k floats at x).
-[[noreturn]] void throw_nonfinite(const float* x, std::int64_t row, std::int64_t k) {
-  std::int64_t col = 0;
-  while (col + 1 < k && std::isfinite(x[col]))
-    ++col;
-  throw Error(std::string(what) + ": a[" + std::to_string(row) + ", " + std::to_string(col) +
-              "] = " + std::to_string(x[col]) + " (expected finite activations)");
-}
 
 }  // namespace
 
@@ -53,56 +41,23 @@ void gemm_dynamic(const float* a, std::int64_t m, std::int64_t a_row_stride,
   if (m == 0) return;  // an empty batch: nothing to write
   const kernels::KernelTable& kt = kernels::active();
 
-  // Ranges first (a non-finite value throws before anything is written).
-  std::vector<float> mins(static_cast<std::size_t>(m)), maxs(mins);
-  std::vector<std::int64_t> nonfinite(static_cast<std::size_t>(m), 0);
-  const int range_pieces = kernels::threads_for(m * k);
-  kernels::parallel_pieces(m, range_pieces, 1, [&](int, std::int64_t begin, std::int64_t end) {
-    for (std::int64_t row = begin; row < end; ++row) {
-      const auto r = static_cast<std::size_t>(row);
-      float lo = INFINITY, hi = -INFINITY;
-      nonfinite[r] = kt.minmax[f32](a + row * a_row_stride, k, &lo, &hi);
-      mins[r] = lo;
-      maxs[r] = hi;
-    }
-  });
-  for (std::int64_t row = 0; row < m; ++row) {
-    if (nonfinite[static_cast<std::size_t>(row)] != 0)
-      throw_nonfinite(a + row * a_row_stride, row, k);
-  }
-
-  // Parameters per row (or one pair for the tensor, from the overall range).
-  std::vector<float> scales(static_cast<std::size_t>(m));
-  std::vector<std::int32_t> zero_points(static_cast<std::size_t>(m));
-  if (options.per_row) {
-    for (std::size_t r = 0; r < scales.size(); ++r) {
-      const QParams qp = calculate_qparams(mins[r], maxs[r], QScheme::PER_TENSOR_AFFINE, qdtype);
-      scales[r] = qp.scale[0];
-      zero_points[r] = qp.zero_point[0];
-    }
-  } else {
-    float lo = mins[0], hi = maxs[0];
-    for (std::size_t r = 1; r < mins.size(); ++r) {
-      lo = std::min(lo, mins[r]);
-      hi = std::max(hi, maxs[r]);
-    }
-    const QParams qp = calculate_qparams(lo, hi, QScheme::PER_TENSOR_AFFINE, qdtype);
-    scales.assign(scales.size(), qp.scale[0]);
-    zero_points.assign(zero_points.size(), qp.zero_point[0]);
-  }
-
-  // Codes exactly as quantize() writes them, then effective zero points for the kernels.
+  // Codes exactly as quantize() writes them, one (scale, zero point) per row or for all rows
+  // (a non-finite value throws before anything is written).
   std::vector<std::uint8_t> codes(static_cast<std::size_t>(m * k));
-  const kernels::Grid grid = detail::grid_of(qdtype);
-  kernels::parallel_pieces(m, range_pieces, 1, [&](int, std::int64_t begin, std::int64_t end) {
-    for (std::int64_t row = begin; row < end; ++row) {
-      const float s = scales[static_cast<std::size_t>(row)];
-      kt.quantize[f32][static_cast<int>(kernels::CodeWidth::b8)](
-          a + row * a_row_stride, k,
-          kernels::Affine{1.0f / s, s, zero_points[static_cast<std::size_t>(row)]}, grid,
-          codes.data() + row * k);
-    }
-  });
+  std::vector<float> scales;
+  std::vector<std::int32_t> zero_points;
+  const detail::RowQuantization rows_in{.x = a,
+                                        .rows = m,
+                                        .k = k,
+                                        .x_stride = a_row_stride,
+                                        .scheme = QScheme::PER_TENSOR_AFFINE,
+                                        .qdtype = qdtype,
+                                        .per_row = options.per_row,
+                                        .codes = codes.data(),
+                                        .code_stride = k};
+  detail::quantize_rows(kt, rows_in, {"gemm_dynamic: a", "expected finite activations"}, false,
+                        scales, zero_points);
+  // Effective zero points for the kernels.
   const bool flip = qdtype.is_signed();
   if (flip) {
     for (std::int32_t& z : zero_points)

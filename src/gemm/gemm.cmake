@@ -3,6 +3,7 @@ target_sources(lucidq PRIVATE
   gemm/packed_weights.cpp
   gemm/driver.cpp
   gemm/output_stage.cpp
+  gemm/output_checks.cpp
   gemm/gemm.cpp
   gemm/dynamic.cpp
   kernels/reference/gemm.cpp

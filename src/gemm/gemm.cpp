@@ -2,10 +2,10 @@
 // stage.
 #include "lucid/quantization/gemm.hpp"
 
-#include <cmath>
 #include <string>
 
 #include "gemm/driver.hpp"
+#include "gemm/output_checks.hpp"
 #include "gemm/output_stage.hpp"
 #include "kernels/dispatch.hpp"
 #include "lucid/quantization/error.hpp"
@@ -14,13 +14,6 @@ namespace lucid::quantization {
 namespace {
 
 constexpr const char* what = "gemm";
-
-void check_scale(const char* name, float scale) {
-  if (!(std::isfinite(scale) && scale > 0.0f)) {
-    throw Error(std::string(what) + ": " + name + " = " + std::to_string(scale) +
-                " (expected a finite value > 0)");
-  }
-}
 
 // C may be null only when M = 0 (nothing is written then).
 void check_output(const void* data, std::int64_t row_stride, std::int64_t n, std::int64_t m) {
@@ -81,7 +74,7 @@ void gemm(const ActivationMatrix& a, const PackedWeightsInt8& w, const Int32Outp
 void gemm(const ActivationMatrix& a, const PackedWeightsInt8& w, const FloatOutput& c) {
   std::int32_t zero_point = 0;
   const igemm::ActivationRows rows = check_activations(a, w, zero_point);
-  check_scale("a.scale", a.scale);
+  igemm::check_scale(what, "a.scale", a.scale);
   check_output(c.data, c.row_stride, w.rows(), a.rows);
   igemm::run_gemm(rows, w.layout(), kernels::active().gemm,
                   igemm::FloatStage(c, &a.scale, false, w.scales().data()));
@@ -90,29 +83,9 @@ void gemm(const ActivationMatrix& a, const PackedWeightsInt8& w, const FloatOutp
 void gemm(const ActivationMatrix& a, const PackedWeightsInt8& w, const RequantizedOutput& c) {
   std::int32_t zero_point = 0;
   const igemm::ActivationRows rows = check_activations(a, w, zero_point);
-  check_scale("a.scale", a.scale);
+  igemm::check_scale(what, "a.scale", a.scale);
   check_output(c.data, c.row_stride, w.rows(), a.rows);
-  check_scale("c.scale", c.scale);
-  if (c.qdtype.bits() != 8) {
-    throw Error(std::string(what) + ": c.qdtype = " + c.qdtype.name() +
-                " (expected an 8-bit grid: qint8 or quint8)");
-  }
-  if (c.zero_point < c.qdtype.quant_min() || c.zero_point > c.qdtype.quant_max()) {
-    throw Error(std::string(what) + ": c.zero_point = " + std::to_string(c.zero_point) +
-                " is outside " + c.qdtype.name());
-  }
-  if (c.bias != nullptr && c.bias_int32 != nullptr) {
-    throw Error(std::string(what) +
-                ": both c.bias and c.bias_int32 are set (expected at most one bias)");
-  }
-  if (c.bias != nullptr) {
-    for (std::int64_t n = 0; n < w.rows(); ++n) {
-      if (!std::isfinite(c.bias[n])) {
-        throw Error(std::string(what) + ": c.bias[" + std::to_string(n) +
-                    "] = " + std::to_string(c.bias[n]) + " (expected finite values)");
-      }
-    }
-  }
+  igemm::check_requantized_stage(what, c, w.rows());
   const kernels::KernelTable& kt = kernels::active();
   igemm::run_gemm(rows, w.layout(), kt.gemm,
                   igemm::RequantizeStage(c, a.scale, w.layout().scales, kt.gemm_requantize_row));

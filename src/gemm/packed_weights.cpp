@@ -3,7 +3,7 @@
 #include <cmath>
 #include <string>
 
-#include "core/kernel_args.hpp"
+#include "core/row_quantization.hpp"
 #include "gemm/packed_layout.hpp"
 #include "kernels/dispatch.hpp"
 #include "lucid/quantization/error.hpp"
@@ -12,10 +12,6 @@ namespace lucid::quantization {
 namespace {
 
 using Layout = PackedWeightsInt8::Layout;
-
-std::string where(std::int64_t row, std::int64_t column) {
-  return "[" + std::to_string(row) + ", " + std::to_string(column) + "]";
-}
 
 // Throws unless n, k, the stride and the pointer describe a valid weight.
 void check_shape(const char* what, const void* w, std::int64_t n, std::int64_t k,
@@ -135,46 +131,21 @@ PackedWeightsInt8 PackedWeightsInt8::quantize(const float* w, std::int64_t n, st
   if (qdtype.bits() != 8 || !qdtype.is_signed()) {
     throw Error(what + ": qdtype = " + qdtype.name() + " (expected a signed 8-bit grid: qint8)");
   }
-  const kernels::KernelTable& kt = kernels::active();
-  const int f32 = static_cast<int>(kernels::FloatType::f32);
-  std::vector<float> mins(static_cast<std::size_t>(n), 0.0f), maxs(mins);
-  for (std::int64_t row = 0; row < n; ++row) {
-    const float* x = w + row * row_stride;
-    float lo = INFINITY, hi = -INFINITY;
-    if (kt.minmax[f32](x, k, &lo, &hi) != 0) {
-      for (std::int64_t col = 0; col < k; ++col) {
-        if (!std::isfinite(x[col])) {
-          throw Error(what + ": w" + where(row, col) + " = " + std::to_string(x[col]) +
-                      " (expected finite weights)");
-        }
-      }
-    }
-    mins[static_cast<std::size_t>(row)] = lo;
-    maxs[static_cast<std::size_t>(row)] = hi;
-  }
-  std::vector<float> scales;
-  if (per_channel) {
-    for (std::int64_t row = 0; row < n; ++row) {
-      const auto r = static_cast<std::size_t>(row);
-      scales.push_back(
-          calculate_qparams(mins[r], maxs[r], QScheme::PER_TENSOR_SYMMETRIC, qdtype).scale[0]);
-    }
-  } else {
-    float lo = INFINITY, hi = -INFINITY;
-    for (std::size_t r = 0; r < mins.size(); ++r) {
-      lo = std::min(lo, mins[r]);
-      hi = std::max(hi, maxs[r]);
-    }
-    scales.push_back(calculate_qparams(lo, hi, QScheme::PER_TENSOR_SYMMETRIC, qdtype).scale[0]);
-  }
   std::vector<std::int8_t> codes(static_cast<std::size_t>(n * k));
-  for (std::int64_t row = 0; row < n; ++row) {
-    const float s = scales[per_channel ? static_cast<std::size_t>(row) : 0];
-    kt.quantize[f32][static_cast<int>(kernels::CodeWidth::b8)](
-        w + row * row_stride, k, kernels::Affine{1.0f / s, s, 0}, detail::grid_of(qdtype),
-        codes.data() + row * k);
-  }
-  if (!per_channel) scales.assign(static_cast<std::size_t>(n), scales[0]);
+  std::vector<float> scales;
+  std::vector<std::int32_t> zero_points;  // 0: symmetric on a signed grid
+  const detail::RowQuantization rows{.x = w,
+                                     .rows = n,
+                                     .k = k,
+                                     .x_stride = row_stride,
+                                     .scheme = QScheme::PER_TENSOR_SYMMETRIC,
+                                     .qdtype = qdtype,
+                                     .per_row = per_channel,
+                                     .codes = reinterpret_cast<std::uint8_t*>(codes.data()),
+                                     .code_stride = k};
+  const std::string prefix = what + ": w";
+  detail::quantize_rows(kernels::active(), rows, {prefix, "expected finite weights"}, false, scales,
+                        zero_points);
   PackedWeightsInt8 packed;
   packed.layout_ = build(codes.data(), n, k, k, std::move(scales), per_channel, qdtype);
   return packed;

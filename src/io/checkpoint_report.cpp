@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lucid/quantization/safetensors.hpp"
+#include "lucid/quantization/text_table.hpp"
 #include "support/atomic_file.hpp"
 
 namespace lucid::quantization {
@@ -17,57 +18,6 @@ std::string printf_text(const char* format, double value) {
   std::snprintf(text, sizeof text, format, value);
   return text;
 }
-
-// Display width of UTF-8 text: its code points (names may hold non-ASCII characters).
-std::size_t width_of(std::string_view text) {
-  return static_cast<std::size_t>(std::count_if(text.begin(), text.end(), [](char c) {
-    return (static_cast<unsigned char>(c) & 0xC0u) != 0x80u;
-  }));
-}
-
-// Columns padded to their widest cell, separated by two spaces; numbers right-aligned.
-class TextTable {
- public:
-  explicit TextTable(std::vector<std::pair<std::string, bool>> columns)  // (header, right-aligned)
-      : columns_(std::move(columns)) {
-    std::vector<std::string> header;
-    for (const auto& column : columns_)
-      header.push_back(column.first);
-    rows_.push_back(std::move(header));
-    rows_.emplace_back();  // a rule under the header
-  }
-  void add(std::vector<std::string> cells) { rows_.push_back(std::move(cells)); }
-  void rule() { rows_.emplace_back(); }
-
-  std::string str() const {
-    std::vector<std::size_t> widths(columns_.size(), 0);
-    for (const auto& row : rows_) {
-      for (std::size_t c = 0; c < row.size(); ++c)
-        widths[c] = std::max(widths[c], width_of(row[c]));
-    }
-    std::size_t total = 0;
-    for (const std::size_t w : widths)
-      total += w + 2;
-    std::string out;
-    for (const auto& row : rows_) {
-      std::string line;
-      if (row.empty()) line.assign(total - 2, '-');
-      for (std::size_t c = 0; c < row.size(); ++c) {
-        const std::string pad(widths[c] - width_of(row[c]), ' ');
-        line += columns_[c].second ? pad + row[c] : row[c] + pad;
-        if (c + 1 < row.size()) line += "  ";
-      }
-      while (!line.empty() && line.back() == ' ')
-        line.pop_back();
-      out += line + "\n";
-    }
-    return out;
-  }
-
- private:
-  std::vector<std::pair<std::string, bool>> columns_;
-  std::vector<std::vector<std::string>> rows_;  // an empty row is a rule
-};
 
 std::string scheme_text(const TensorReport& t) {
   if (!t.settings) return "kept: " + t.reason;
@@ -136,17 +86,25 @@ std::int64_t CheckpointReport::nonfinite_count() const {
 }
 
 std::string format_report(const CheckpointReport& report) {
+  using Align = TextTable::Align;
   const bool with_proxy = std::any_of(report.tensors.begin(), report.tensors.end(),
                                       [](const TensorReport& t) { return t.output_error_proxy; });
-  std::vector<std::pair<std::string, bool>> columns{
-      {"tensor", false},   {"shape", false},    {"scheme", false},   {"dtype", false},
-      {"before", true},    {"after", true},     {"MSE", true},       {"SQNR dB", true},
-      {"max |err|", true}, {"saturated", true}, {"non-finite", true}};
-  if (with_proxy) columns.insert(columns.begin() + 7, {"tr(dW H dW^T)", true});
+  std::vector<TextTable::Column> columns{{"tensor", Align::left},
+                                         {"shape", Align::left},
+                                         {"scheme", Align::left},
+                                         {"dtype", Align::left},
+                                         {"before"},
+                                         {"after"},
+                                         {"MSE"},
+                                         {"SQNR dB"},
+                                         {"max |err|"},
+                                         {"saturated"},
+                                         {"non-finite"}};
+  if (with_proxy) columns.insert(columns.begin() + 7, {"tr(dW H dW^T)"});
   TextTable table(columns);
   const auto add = [&](std::vector<std::string> cells, const std::string& proxy) {
     if (with_proxy) cells.insert(cells.begin() + 7, proxy);
-    table.add(std::move(cells));
+    table.add_row(std::move(cells));
   };
   for (const TensorReport& t : report.tensors) {
     const std::string dtype(to_safetensors_name(t.dtype));
@@ -166,7 +124,7 @@ std::string format_report(const CheckpointReport& report) {
          nonfinite},
         t.output_error_proxy ? printf_text("%.3e", *t.output_error_proxy) : "");
   }
-  table.rule();
+  table.add_rule();
   add({"total", "",
        std::to_string(report.quantized_count()) + " of " + std::to_string(report.tensors.size()) +
            " tensors quantized",

@@ -3,12 +3,14 @@
 // An elementwise kernel processes a contiguous run of `n` elements with no allocation, no
 // threading and no validation: the caller (src/core) has already checked the
 // parameters and split the work. The other families' contracts are in their headers
-// (gemm_int8.hpp, weight_only.hpp, error_sums.hpp, histogram.hpp). Every tier must produce
-// bit-identical output to the reference tier (src/kernels/reference), which is the specification.
+// (gemm_int8.hpp, conv_depthwise.hpp, weight_only.hpp, error_sums.hpp, histogram.hpp). Every tier
+// must produce bit-identical output to the reference tier (src/kernels/reference), which is the
+// specification.
 #pragma once
 
 #include <cstdint>
 
+#include "kernels/conv_depthwise.hpp"
 #include "kernels/error_sums.hpp"
 #include "kernels/gemm_int8.hpp"
 #include "kernels/histogram.hpp"
@@ -73,6 +75,15 @@ using MinMaxVecFn = std::int64_t (*)(const void* x, std::int64_t n, float* mins,
 // *abs_max = max(*abs_max, |x[k]|) over finite x[k]; returns the non-finite count.
 using AbsMaxFn = std::int64_t (*)(const void* x, std::int64_t n, float* abs_max);
 using AbsMaxVecFn = std::int64_t (*)(const void* x, std::int64_t n, float* abs_maxs);
+// Per group g < groups of `group_size` consecutive elements (group g at element g · group_size):
+// mins[g] / maxs[g] = the min / max of its finite elements (+Inf / -Inf when it has none).
+using MinMaxGroupsFn = void (*)(const void* x, std::int64_t groups, std::int64_t group_size,
+                                float* mins, float* maxs);
+// The 8-bit codes (as QuantizeFn at width b8) of each group g with its own parameters
+// (inv_scale[g], scale[g], zero_point[g]).
+using QuantizeGroupsFn = void (*)(const void* x, std::int64_t groups, std::int64_t group_size,
+                                  const float* inv_scale, const float* scale,
+                                  const std::int32_t* zero_point, Grid grid, std::int8_t* codes);
 // q[k] = clamp(nearbyint(double(acc[k]) * double(multiplier)) + zero_point, grid),
 // stored as 8-bit two's complement.
 using RequantizeFn = void (*)(const std::int32_t* acc, std::int64_t n, float multiplier,
@@ -101,6 +112,8 @@ struct KernelTable {
   MinMaxVecFn minmax_vec[float_type_count];
   AbsMaxFn abs_max[float_type_count];
   AbsMaxVecFn abs_max_vec[float_type_count];
+  MinMaxGroupsFn minmax_groups[float_type_count];      // fused per-group quantize: ranges
+  QuantizeGroupsFn quantize_groups[float_type_count];  // and codes, many groups per call
   RequantizeFn requantize;
   RequantizeVecFn requantize_vec;
   // The table's variant (its tier is `isa`) and its name (to_string(variant)).
@@ -109,6 +122,7 @@ struct KernelTable {
   // The kernel families beyond the elementwise ones; each contract is in the header named.
   igemm::GemmKernelFn gemm;                          // gemm_int8.hpp: int32 accumulators
   igemm::RequantizeRowFn gemm_requantize_row;        // gemm_int8.hpp: the requantized output stage
+  igemm::DepthwiseRowFn conv_depthwise;              // conv_depthwise.hpp: one output row
   weight_only::PanelsKernel weight_only_f32;         // weight_only.hpp: float activations
   weight_only::Int8Kernel weight_only_u8_few_rows;   // int8 activations: int4 codes, int8 few rows
   weight_only::Int8Kernel weight_only_u8_many_rows;  // int8 activations: int8 codes, many rows

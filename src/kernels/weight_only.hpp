@@ -48,6 +48,9 @@ struct Int8Args {
   const float* bias = nullptr;
   float* y = nullptr;
   std::int64_t y_stride = 0;
+  /// The caller's scratch for this call: Int8Kernel::scratch_bytes(w) bytes, 64-byte aligned,
+  /// not shared with another thread (null when the kernel needs none).
+  std::uint8_t* scratch = nullptr;
 };
 
 /// The staged position of code k of a row (the int4 interleave above).
@@ -83,6 +86,10 @@ using Int8PanelsKernel = void (*)(const Int8Args& args, std::int64_t panel_begin
 struct Int8Kernel {
   Int8PanelsKernel run = nullptr;
   std::int64_t panel_multiple = 1;
+  /// Scratch bytes per call = scratch_panels · k_padded · 16 (decoded tiles; 0: none).
+  std::int64_t scratch_panels = 0;
+
+  std::int64_t scratch_bytes(const PackedView& w) const { return scratch_panels * w.k_padded * 16; }
 };
 
 // Names: weight_only_<activations>_<channels per block>__<variant>.
@@ -103,7 +110,8 @@ void weight_only_u8_16c__reference(const Int8Args& args, std::int64_t panel_begi
 /// Panels per tile of weight_only_u8_tiles_48c__avx512_vnni (threads split on multiples of it).
 inline constexpr std::int64_t u8_tiles_block_panels = 3;
 /// AVX-512 VNNI (vpdpbusd) variant for int8 codes and many rows (codes decoded once per
-/// 48-channel tile); 8-bit weights only.
+/// 48-channel tile into Int8Args::scratch: scratch_panels = u8_tiles_block_panels); 8-bit
+/// weights only.
 void weight_only_u8_tiles_48c__avx512_vnni(const Int8Args& args, std::int64_t panel_begin,
                                            std::int64_t panel_end);
 /// AVX2 variant for int4 and int8 codes (int4: vpmaddubsw, exact for 4-bit weights; int8:

@@ -1,17 +1,18 @@
 // Weight-only GEMM driver: validation, activation staging (padding, bf16 widening, group sums),
 // threads.
 #include <algorithm>
-#include <cmath>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
-#include "core/kernel_args.hpp"
+#include "core/row_quantization.hpp"
+#include "core/widen.hpp"
 #include "kernels/dispatch.hpp"
 #include "kernels/parallel.hpp"
 #include "kernels/weight_only.hpp"
 #include "lucid/quantization/error.hpp"
-#include "lucid/quantization/qparams.hpp"
 #include "weight_only/layout.hpp"
 
 namespace lucid::quantization {
@@ -19,10 +20,8 @@ namespace weight_only {
 
 /// Rows up to which the VNNI int8-activation path decodes int8 codes in registers
 /// (weight_only_u8_regs_64c__avx512_vnni) rather than into tiles shared by all rows; int4 codes
-/// always take the in-register kernel. Measured (N = K = 4096, 1 thread, ms, in-register vs tiles,
-/// one process alternating the two): int8 per-channel symmetric M = 32 2.72 vs 3.38, M = 64 5.49
-/// vs 6.06, M = 128 10.57 vs 10.72, M = 256 21.3 vs 20.4; affine M = 64 5.80 vs 6.05, M = 128 11.40
-/// vs 10.82, M = 256 22.7 vs 20.6. (int4 g128 at M = 256: 24.1 vs 23.9 affine, 24.6 vs 24.7.)
+/// always take the in-register kernel. The crossover measured between 64 and 128 rows
+/// (docs/performance.md, "Weight-only kernels: measurement history").
 constexpr std::int64_t int8_gemv_max_rows = 64;
 
 /// The int8-activation kernel of the entry point's variant for M rows and the weight's code
@@ -78,6 +77,21 @@ void interleave_int4_blocks(std::uint8_t* codes, std::int64_t length) {
   }
 }
 
+// This thread's 64-byte aligned scratch of at least `bytes`, kept between calls (a fresh large
+// allocation per call costs page faults on every call).
+std::uint8_t* thread_scratch(std::size_t bytes) {
+  struct Aligned {
+    void operator()(std::uint8_t* p) const { ::operator delete[](p, std::align_val_t{64}); }
+  };
+  thread_local std::unique_ptr<std::uint8_t[], Aligned> scratch;
+  thread_local std::size_t capacity = 0;
+  if (capacity < bytes) {
+    scratch.reset(static_cast<std::uint8_t*>(::operator new[](bytes, std::align_val_t{64})));
+    capacity = bytes;
+  }
+  return scratch.get();
+}
+
 // Rows of x quantized per row to uint8 and staged for the int8 kernels (kernels.hpp, Int8Args).
 struct StagedRows {
   std::vector<float> scales, zeros, group_sums;
@@ -91,53 +105,30 @@ struct StagedRows {
 // throws naming the first non-finite element otherwise.
 bool stage_rows(const float* xs, std::int64_t stride, std::int64_t m,
                 const weight_only::PackedView& v, bool fallback, StagedRows& out) {
-  const kernels::KernelTable& kt = kernels::active();
-  constexpr int f32 = static_cast<int>(kernels::FloatType::f32);
-  const auto rows = static_cast<std::size_t>(m);
-  std::vector<float> lows(rows), highs(rows);
-  std::vector<std::int64_t> nonfinite(rows, 0);
+  // Codes exactly as quantize() writes them (zero padding beyond K), then each int4 block of 8
+  // interleaved in place into the kernels' order.
+  out.stride = (v.k_padded + 63) / 64 * 64;
+  out.xq.assign(static_cast<std::size_t>(m * out.stride), 0);
+  const detail::RowQuantization rows{.x = xs,
+                                     .rows = m,
+                                     .k = v.k,
+                                     .x_stride = stride,
+                                     .scheme = QScheme::PER_TENSOR_AFFINE,
+                                     .qdtype = quint8,
+                                     .codes = out.xq.data(),
+                                     .code_stride = out.stride};
+  if (!detail::quantize_rows(kernels::active(), rows,
+                             {"weight_only_gemm: x", "int8_dynamic activations must be finite"},
+                             fallback, out.scales, out.zero_points))
+    return false;
+  out.zeros.assign(out.zero_points.begin(), out.zero_points.end());
+  out.group_sums.assign(v.symmetric ? 0 : static_cast<std::size_t>(m * v.groups), 0.0f);
+  out.code_sums.assign(static_cast<std::size_t>(m * v.groups), 0);
   const int pieces = kernels::threads_for(m * v.k);
   kernels::parallel_pieces(m, pieces, 1, [&](int, std::int64_t begin, std::int64_t end) {
     for (std::int64_t r = begin; r < end; ++r) {
       const auto ri = static_cast<std::size_t>(r);
-      lows[ri] = INFINITY;
-      highs[ri] = -INFINITY;
-      nonfinite[ri] = kt.minmax[f32](xs + r * stride, v.k, &lows[ri], &highs[ri]);
-    }
-  });
-  for (std::int64_t r = 0; r < m; ++r) {
-    if (nonfinite[static_cast<std::size_t>(r)] == 0) continue;
-    if (fallback) return false;
-    const float* row = xs + r * stride;
-    std::int64_t col = 0;
-    while (col + 1 < v.k && std::isfinite(row[col]))
-      ++col;
-    throw Error("weight_only_gemm: x[" + str(r) + ", " + str(col) +
-                "] = " + std::to_string(row[col]) + " (int8_dynamic activations must be finite)");
-  }
-  out.scales.resize(rows);
-  out.zeros.resize(rows);
-  out.zero_points.resize(rows);
-  for (std::size_t r = 0; r < rows; ++r) {
-    const QParams qp = calculate_qparams(lows[r], highs[r], QScheme::PER_TENSOR_AFFINE, quint8);
-    out.scales[r] = qp.scale[0];
-    out.zero_points[r] = qp.zero_point[0];
-    out.zeros[r] = static_cast<float>(qp.zero_point[0]);
-  }
-  // Codes exactly as quantize() writes them, then each int4 block of 8 interleaved in place into
-  // the kernels' order; zero padding beyond K.
-  out.stride = (v.k_padded + 63) / 64 * 64;
-  out.xq.assign(static_cast<std::size_t>(m * out.stride), 0);
-  out.group_sums.assign(v.symmetric ? 0 : static_cast<std::size_t>(m * v.groups), 0.0f);
-  out.code_sums.assign(static_cast<std::size_t>(m * v.groups), 0);
-  const kernels::Grid grid = detail::grid_of(quint8);
-  kernels::parallel_pieces(m, pieces, 1, [&](int, std::int64_t begin, std::int64_t end) {
-    for (std::int64_t r = begin; r < end; ++r) {
-      const auto ri = static_cast<std::size_t>(r);
       std::uint8_t* dst = out.xq.data() + r * out.stride;
-      kt.quantize[f32][static_cast<int>(kernels::CodeWidth::b8)](
-          xs + r * stride, v.k,
-          kernels::Affine{1.0f / out.scales[ri], out.scales[ri], out.zero_points[ri]}, grid, dst);
       for (std::int64_t j = 0; j < v.groups; ++j) {
         const std::int64_t k0 = j * v.group_length;
         const std::int64_t len = std::min(v.group_length, v.k - k0);
@@ -178,9 +169,13 @@ bool run_int8(const float* xs, std::int64_t stride, std::int64_t m,
       std::min<std::int64_t>(kernels::threads_for(work, min_weights_per_thread), v.panels));
   // Threads split the panels on multiples of the kernel's block width; each thread's kernel
   // walks all M rows over its panels.
+  const auto scratch_bytes = static_cast<std::size_t>(choice.scratch_bytes(v));
   kernels::parallel_pieces(
-      v.panels, pieces, choice.panel_multiple,
-      [&](int, std::int64_t begin, std::int64_t end) { choice.run(args, begin, end); });
+      v.panels, pieces, choice.panel_multiple, [&](int, std::int64_t begin, std::int64_t end) {
+        weight_only::Int8Args part = args;
+        part.scratch = scratch_bytes == 0 ? nullptr : thread_scratch(scratch_bytes);
+        choice.run(part, begin, end);
+      });
   return true;
 }
 
@@ -244,9 +239,8 @@ void weight_only_gemm(const void* x, ScalarType x_type, std::int64_t m, std::int
     } else {
       std::vector<float> wide(static_cast<std::size_t>(m * v.k));
       for (std::int64_t r = 0; r < m; ++r) {
-        const auto* src = static_cast<const std::uint16_t*>(x) + r * x_row_stride;
-        for (std::int64_t c = 0; c < v.k; ++c)
-          wide[static_cast<std::size_t>(r * v.k + c)] = bfloat16_to_float(src[c]);
+        detail::widen_to_float32(static_cast<const std::uint16_t*>(x) + r * x_row_stride, x_type,
+                                 v.k, wide.data() + r * v.k);
       }
       if (run_int8(wide.data(), v.k, m, v, bias, y, y_row_stride, fallback)) return;
     }
@@ -256,15 +250,9 @@ void weight_only_gemm(const void* x, ScalarType x_type, std::int64_t m, std::int
   const std::int64_t stride = (v.k_padded + 15) / 16 * 16;
   std::vector<float> xs(static_cast<std::size_t>(m * stride), 0.0f);
   for (std::int64_t r = 0; r < m; ++r) {
-    float* dst = xs.data() + r * stride;
-    if (x_type == ScalarType::float32) {
-      const float* src = static_cast<const float*>(x) + r * x_row_stride;
-      std::copy(src, src + v.k, dst);
-    } else {
-      const auto* src = static_cast<const std::uint16_t*>(x) + r * x_row_stride;
-      for (std::int64_t c = 0; c < v.k; ++c)
-        dst[c] = bfloat16_to_float(src[c]);
-    }
+    const std::int64_t width = x_type == ScalarType::float32 ? 4 : 2;
+    detail::widen_to_float32(static_cast<const unsigned char*>(x) + r * x_row_stride * width,
+                             x_type, v.k, xs.data() + r * stride);
   }
   std::vector<float> sums;
   if (!v.symmetric) {

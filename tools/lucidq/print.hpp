@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "lucid/quantization/tensor.hpp"
+#include "lucid/quantization/text_table.hpp"
 
 namespace lucidq::cli {
 
@@ -56,29 +57,14 @@ std::string format_tensor(std::span<const std::int32_t> codes,
                           const lucid::quantization::Shape& shape, std::string_view indent = "  ");
 
 /// Column alignment in a Table.
-enum class Align { left, right };
+using Align = lucid::quantization::TextTable::Align;
 
-/// A plain-text table: a header row, a dashed rule, then rows; columns are
-/// separated by two spaces and padded to their widest cell.
-class Table {
+/// The library's plain-text table (lucid/quantization/text_table.hpp), indented by two spaces
+/// unless told otherwise.
+class Table : public lucid::quantization::TextTable {
  public:
-  struct Column {
-    std::string header;
-    Align align = Align::right;
-  };
-
-  explicit Table(std::vector<Column> columns);
-  /// Appends a row. Throws std::invalid_argument when the cell count differs
-  /// from the column count.
-  void add_row(std::vector<std::string> cells);
-  /// Appends a dashed rule between row groups.
-  void add_rule();
-  /// The rendered table, every line prefixed by `indent` and ending in '\n'.
-  std::string str(std::string_view indent = "  ") const;
-
- private:
-  std::vector<Column> columns_;
-  std::vector<std::vector<std::string>> rows_;  // an empty row is a rule
+  using TextTable::TextTable;
+  std::string str(std::string_view indent = "  ") const { return TextTable::str(indent); }
 };
 
 }  // namespace lucidq::cli

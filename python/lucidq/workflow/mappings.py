@@ -7,7 +7,8 @@ A registry, so later module families plug in without touching prepare / convert:
 A target class provides from_float(observed_module) and, for static targets, a class
 attribute OBSERVES_OUTPUT (default True): whether prepare puts an output observer on the
 float module (False for modules that keep their input grid or have a fixed one, such as
-ReLU, Sigmoid, DeQuantize). torch's own intrinsic (fused) classes map like ours.
+ReLU, Sigmoid, DeQuantize), and optionally WEIGHT_ONLY (default False): quantized from its
+weight alone with no observer (embeddings), so prepare counts it as quantizable. torch's own intrinsic (fused) classes map like ours.
 """
 
 from torch import nn
@@ -90,6 +91,17 @@ for _float, _quantized in [
     (nn.LeakyReLU, q.LeakyReLU),
     (nn.GELU, q.GELU),
     (nn.SiLU, q.SiLU),
+    (nn.Conv1d, q.Conv1d),
+    (nn.Conv2d, q.Conv2d),
+    (qat.Conv2d, q.Conv2d),
+    (qat.ConvBn2d, q.Conv2d),
+    (fused.ConvReLU2d, q.ConvReLU2d),
+    (_torch_fused.ConvReLU2d, q.ConvReLU2d),
+    (qat.ConvReLU2d, q.ConvReLU2d),
+    (qat.ConvBnReLU2d, q.ConvReLU2d),
+    (nn.Embedding, q.Embedding),
+    (nn.EmbeddingBag, q.EmbeddingBag),
+    (nn.MaxPool2d, q.MaxPool2d),
 ]:
     register_static(_float, _quantized)
 
@@ -98,6 +110,13 @@ for _float, _qat in [
     (fused.LinearReLU, qat.LinearReLU),
     (_torch_fused.LinearReLU, qat.LinearReLU),
     (fused.LinearBn1d, qat.LinearBn1d),
+    (nn.Conv2d, qat.Conv2d),
+    (fused.ConvReLU2d, qat.ConvReLU2d),
+    (_torch_fused.ConvReLU2d, qat.ConvReLU2d),
+    (fused.ConvBn2d, qat.ConvBn2d),
+    (_torch_fused.ConvBn2d, qat.ConvBn2d),
+    (fused.ConvBnReLU2d, qat.ConvBnReLU2d),
+    (_torch_fused.ConvBnReLU2d, qat.ConvBnReLU2d),
 ]:
     register_qat(_float, _qat)
 

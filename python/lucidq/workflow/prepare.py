@@ -132,8 +132,11 @@ def _add_observers(module, mapping, units):
 
 def _observe(module, mapping):
     qconfig = getattr(module, "qconfig", None)
-    if qconfig is None or not observes_output(type(module), mapping):
+    if qconfig is None:
         return 0
+    if not observes_output(type(module), mapping):
+        # Modules quantized from their weight alone (embeddings) need no observer but count.
+        return int(getattr(mapping.get(type(module)), "WEIGHT_ONLY", False))
     module.add_module("activation_post_process", qconfig.activation())
     handle = module.register_forward_hook(observe_output_hook)
     module._forward_hooks.move_to_end(handle.id, last=False)

@@ -32,6 +32,8 @@ _LOOKUPS = {cls.__name__: cls for cls in (
     _act.Sigmoid, _act.Hardsigmoid, _act.Tanh, _act.Hardswish, _act.ELU, _act.LeakyReLU,
     _act.GELU, _act.SiLU)}
 _STATIC_LINEAR = {"Linear": q.Linear, "LinearReLU": q.LinearReLU}
+_CONVS = {"Conv1d": q.Conv1d, "Conv2d": q.Conv2d, "ConvReLU2d": q.ConvReLU2d}
+_POOL_ARGS = ("kernel_size", "stride", "padding", "dilation", "ceil_mode")
 
 
 def _tensor_metadata(name, qt, original_dtype="F32"):
@@ -108,6 +110,31 @@ def _describe(path, module, tensors, metadata):
             tensors[f"{path}.bias"] = layer.bias
         return {"type": "WeightOnlyLinear", "scale_type": layer.format["scale_type"],
                 "activations": layer.activations}
+    if kind in _CONVS.values():
+        codes = module.packed_weight.unpack()  # [C_out, C_in / groups, KH, KW]
+        if kind is q.Conv1d:
+            codes = codes[:, :, 0, :]
+        scales = module.packed_weight.scales
+        qparams = _lucidq.QParams.per_channel(scales, np.zeros(len(scales), np.int32), 0,
+                                              _lucidq.qint8, "per_channel_symmetric")
+        weight = _lucidq.QuantizedTensor(codes.shape, qparams, codes.view(np.uint8).ravel())
+        _add_quantized(tensors, metadata, f"{path}.weight", weight)
+        if module.bias is not None:
+            tensors[f"{path}.bias"] = module.bias
+        return {"type": kind.__name__, **_grid(module), "stride": list(module.stride),
+                "padding": module.padding if isinstance(module.padding, str) else
+                list(module.padding), "dilation": list(module.dilation),
+                "groups": module.packed_weight.groups}
+    if kind in (q.Embedding, q.EmbeddingBag):
+        tensors[f"{path}.prepacked"] = module.table.prepacked()  # torch's prepacked rows
+        entry = {"type": kind.__name__, "bits": module.table.bits, "dim": module.table.dim,
+                 "padding_idx": module.padding_idx}
+        if kind is q.EmbeddingBag:
+            entry.update(mode=module.mode, include_last_offset=module.include_last_offset)
+        return entry
+    if kind is q.MaxPool2d:
+        m = module.float_module
+        return {"type": "MaxPool2d", "args": {k: getattr(m, k) for k in _POOL_ARGS}}
     if kind is q.Quantize:
         return {"type": "Quantize", **_grid(module)}
     if kind is q.DeQuantize:
@@ -164,6 +191,28 @@ def _rebuild(path, entry, file, tensors):
         weight = load_quantized_tensor(file, f"{path}.weight")
         layer = WeightOnlyLinear.from_quantized(weight, bias, entry["activations"])
         module = _weight_only.Linear(layer)
+    elif kind in _CONVS:
+        weight = load_quantized_tensor(file, f"{path}.weight")
+        codes = weight.int_repr().astype(np.int8)
+        if kind == "Conv1d":
+            codes = codes[:, :, None, :]
+        packed = _lucidq.PackedConvWeights.pack(
+            codes, np.asarray(weight.qparams.scale, np.float32), groups=entry["groups"])
+        padding = entry["padding"]
+        module = _CONVS[kind](packed, bias, tuple(entry["stride"]),
+                              padding if isinstance(padding, str) else tuple(padding),
+                              tuple(entry["dilation"]), entry["scale"], entry["zero_point"],
+                              _lucidq.QDtype(entry["qdtype"]))
+    elif kind in ("Embedding", "EmbeddingBag"):
+        table = _lucidq.QuantizedEmbeddingTable.from_prepacked(
+            tensors[f"{path}.prepacked"], entry["dim"], entry["bits"])
+        if kind == "Embedding":
+            module = q.Embedding(table, entry["padding_idx"])
+        else:
+            module = q.EmbeddingBag(table, entry["mode"], entry["include_last_offset"],
+                                    entry["padding_idx"])
+    elif kind == "MaxPool2d":
+        module = q.MaxPool2d(nn.MaxPool2d(**entry["args"]))
     elif kind == "Quantize":
         module = q.Quantize(entry["scale"], entry["zero_point"], _lucidq.QDtype(entry["qdtype"]))
     elif kind == "DeQuantize":

@@ -1,16 +1,222 @@
-// AVX2 GEMM kernel: bytes widened to int16 and multiplied with vpmaddwd (exact; no saturating
-// vpmaddubsw).
+// AVX2 GEMM kernel: u8 × s8 products widened to int16 and multiplied with vpmaddwd (exact; never
+// the saturating vpmaddubsw). Design and measurements: docs/performance.md, "AVX2".
+//
+// Blocks of at least `min_widened_rows` rows take the widened path: for each slice of ≤ 3 panels
+// and each block of `block_depth` k, the slice's weights are widened once into an L1-resident
+// int16 panel laid out as k pairs (8 channels × (w[c][2j], w[c][2j+1]) per vector), each 4-row
+// group's activations into an int16 strip; a 4-row × 3-vector register tile (12 accumulators,
+// 3 weight vectors, 1 broadcast activation pair: all 16 ymm registers) then does one vpmaddwd +
+// vpaddd per 16 multiply-adds. Smaller blocks (M < 4: the weights would be widened for too few
+// rows) widen each weight group in registers as they read it.
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <utility>
 
 #include "kernels/gemm_int8.hpp"
 
 namespace lucid::quantization::kernels {
 namespace {
 
-constexpr int max_rows = 4;  // rows per micro-tile, each against 8 channels (half a panel)
+// ---- The widened path -------------------------------------------------------------------------
+
+constexpr int tile_rows = 4;     // rows per register tile
+constexpr int tile_vectors = 3;  // 8-channel vectors per register tile
+constexpr int slice_panels = 3;  // panels widened together (6 vectors, two register tiles)
+constexpr int slice_vectors = 2 * slice_panels;
+// k per block: the slice's widened weights take 48 channels × 2 bytes × 256 = 24 KiB of L1.
+constexpr std::int64_t block_depth = 256;
+constexpr std::int64_t block_groups = block_depth / igemm::group_depth;
+constexpr std::int64_t block_pairs = block_depth / 2;
+constexpr std::int64_t min_widened_rows = 4;
+
+// The widened weights of one slice and k block: pair j of vector v at (j · vectors + v) · 16.
+struct alignas(64) WidenedSlice {
+  std::int16_t w[block_pairs * slice_vectors * 16];
+};
+// One row group's activations of one k block, (a ^ flip) as int16, zero past k.
+struct alignas(64) WidenedRows {
+  std::int16_t a[tile_rows][block_depth];
+};
+
+// Widens `groups` packed groups of `panels` panels (from group g0 on) into `out`.
+void widen_weights(const std::int8_t* panels_begin, std::int64_t panel_stride, int panels,
+                   std::int64_t g0, std::int64_t groups, WidenedSlice& out) {
+  // Within each 128-bit lane (4 channels × 4 k): the channels' (k0, k1) bytes, then (k2, k3).
+  const __m256i split_pairs =
+      _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15, 0, 1, 4, 5, 8, 9, 12,
+                       13, 2, 3, 6, 7, 10, 11, 14, 15);
+  const int vectors = 2 * panels;
+  for (int p = 0; p < panels; ++p) {
+    const std::int8_t* group = panels_begin + p * panel_stride + g0 * 64;
+    for (std::int64_t g = 0; g < groups; ++g, group += 64) {
+      for (int h = 0; h < 2; ++h) {
+        const __m256i bytes = _mm256_load_si256(reinterpret_cast<const __m256i*>(group + 32 * h));
+        // Low 128 bits: 8 channels' (k0, k1); high: their (k2, k3).
+        const __m256i pairs =
+            _mm256_permute4x64_epi64(_mm256_shuffle_epi8(bytes, split_pairs), 0xd8);
+        std::int16_t* even = out.w + ((2 * g) * vectors + 2 * p + h) * 16;
+        std::int16_t* odd = even + vectors * 16;
+        _mm256_store_si256(reinterpret_cast<__m256i*>(even),
+                           _mm256_cvtepi8_epi16(_mm256_castsi256_si128(pairs)));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(odd),
+                           _mm256_cvtepi8_epi16(_mm256_extracti128_si256(pairs, 1)));
+      }
+    }
+  }
+}
+
+// Widens k0 .. k0 + depth of `rows` rows (flipped when `flip`), zero up to `padded` codes.
+void widen_rows(const igemm::GemmBlock& b, std::int64_t row, int rows, std::int64_t k0,
+                std::int64_t depth, std::int64_t padded, WidenedRows& out) {
+  const __m128i flip = _mm_set1_epi8(b.flip ? static_cast<char>(0x80) : 0);
+  for (int r = 0; r < rows; ++r) {
+    const std::uint8_t* a = b.a + (row + r) * b.a_stride + k0;
+    std::int16_t* dst = out.a[r];
+    std::int64_t i = 0;
+    for (; i + 16 <= depth; i += 16) {
+      const __m128i codes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(dst + i),
+                         _mm256_cvtepu8_epi16(_mm_xor_si128(codes, flip)));
+    }
+    if (i < padded) {
+      // The last < 16 codes from a zero-padded copy (never read past a row): padding meets zero
+      // weights, so its flipped value does not matter.
+      alignas(16) std::uint8_t tail[16] = {};
+      std::memcpy(tail, a + i, static_cast<std::size_t>(depth - i));
+      const __m128i codes = _mm_load_si128(reinterpret_cast<const __m128i*>(tail));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(dst + i),
+                         _mm256_cvtepu8_epi16(_mm_xor_si128(codes, flip)));
+    }
+  }
+}
+
+// Prefetches k0 .. k0 + depth of up to tile_rows rows from `row` on into L1.
+void prefetch_rows(const igemm::GemmBlock& b, std::int64_t row, std::int64_t k0,
+                   std::int64_t depth) {
+  const std::int64_t rows = std::min<std::int64_t>(tile_rows, b.rows - row);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const std::uint8_t* a = b.a + (row + r) * b.a_stride + k0;
+    for (std::int64_t i = 0; i < depth; i += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(a + i), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(a + depth - 1), _MM_HINT_T0);
+  }
+}
+
+// acc[r][8v..8v+7] for R rows and C vectors over `pairs` k pairs of one block: starts from zero
+// (first block) or the partial sums in acc, and ends with − z · column_sums (last block).
+template <int R, int C>
+void register_tile(const std::int16_t* w, int vectors, const WidenedRows& a, std::int64_t pairs,
+                   bool first, bool last, const std::int32_t* zero_points,
+                   const std::int32_t* column_sums, std::int32_t* acc, std::int64_t acc_stride) {
+  __m256i c[R][C];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+    for (int v = 0; v < C; ++v) {
+      c[r][v] =
+          first
+              ? _mm256_setzero_si256()
+              : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc + r * acc_stride + 8 * v));
+    }
+  }
+  const auto* pair_codes = reinterpret_cast<const std::int32_t*>(a.a[0]);
+  constexpr std::int64_t row_pairs = block_depth / 2;
+  for (std::int64_t j = 0; j < pairs; ++j, w += vectors * 16) {
+    __m256i wv[C];
+#pragma GCC unroll 8
+    for (int v = 0; v < C; ++v)
+      wv[v] = _mm256_load_si256(reinterpret_cast<const __m256i*>(w + 16 * v));
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const __m256i av = _mm256_set1_epi32(pair_codes[r * row_pairs + j]);
+#pragma GCC unroll 8
+      for (int v = 0; v < C; ++v)
+        c[r][v] = _mm256_add_epi32(c[r][v], _mm256_madd_epi16(av, wv[v]));
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+    const __m256i z = _mm256_set1_epi32(last ? zero_points[r] : 0);
+#pragma GCC unroll 8
+    for (int v = 0; v < C; ++v) {
+      __m256i out = c[r][v];
+      if (last) {
+        const __m256i sums =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(column_sums + 8 * v));
+        out = _mm256_sub_epi32(out, _mm256_mullo_epi32(z, sums));
+      }
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + r * acc_stride + 8 * v), out);
+    }
+  }
+}
+
+using TileFn = void (*)(const std::int16_t*, int, const WidenedRows&, std::int64_t, bool, bool,
+                        const std::int32_t*, const std::int32_t*, std::int32_t*, std::int64_t);
+
+template <int R, std::size_t... C>
+constexpr std::array<TileFn, sizeof...(C)> tiles_of_rows(std::index_sequence<C...>) {
+  return {register_tile<R, static_cast<int>(C) + 1>...};
+}
+template <std::size_t... R>
+constexpr std::array<std::array<TileFn, tile_vectors>, sizeof...(R)> all_tiles(
+    std::index_sequence<R...>) {
+  return {tiles_of_rows<static_cast<int>(R) + 1>(std::make_index_sequence<tile_vectors>())...};
+}
+// tiles[r − 1][c − 1]: the register tile of r rows × c vectors.
+constexpr auto tiles = all_tiles(std::make_index_sequence<tile_rows>());
+
+void gemm_widened(const igemm::GemmBlock& b) {
+  alignas(64) WidenedSlice weights;
+  alignas(64) WidenedRows rows;
+  const std::int64_t panel_stride = igemm::panel_bytes(b.k);
+  for (std::int64_t p0 = 0; p0 < b.panel_count; p0 += slice_panels) {
+    const int panels = static_cast<int>(std::min<std::int64_t>(slice_panels, b.panel_count - p0));
+    const int vectors = 2 * panels;
+    for (std::int64_t k0 = 0; k0 < b.k; k0 += block_depth) {
+      const std::int64_t depth = std::min(block_depth, b.k - k0);
+      const std::int64_t groups = (depth + igemm::group_depth - 1) / igemm::group_depth;
+      widen_weights(b.panels + p0 * panel_stride, panel_stride, panels, k0 / igemm::group_depth,
+                    groups, weights);
+      const bool first = k0 == 0;
+      const bool last = k0 + block_depth >= b.k;
+      // The next block's packed weights, prefetched a share per row group: 64 rows · block_depth
+      // codes are too few for the hardware prefetchers to follow each panel's stream.
+      const std::int64_t next_groups =
+          last ? 0 : std::min(block_groups, (b.k - k0 - block_depth + 3) / igemm::group_depth);
+      const std::int64_t row_groups = (b.rows + tile_rows - 1) / tile_rows;
+      const std::int64_t share = (next_groups + row_groups - 1) / row_groups;
+      for (std::int64_t row = 0, t = 0; row < b.rows; row += tile_rows, ++t) {
+        const int r = static_cast<int>(std::min<std::int64_t>(tile_rows, b.rows - row));
+        widen_rows(b, row, r, k0, depth, groups * igemm::group_depth, rows);
+        // The rows the next widen_rows reads: the next row group, or the first at the next block.
+        if (row + tile_rows < b.rows) {
+          prefetch_rows(b, row + tile_rows, k0, depth);
+        } else if (!last) {
+          prefetch_rows(b, 0, k0 + block_depth, std::min(block_depth, b.k - k0 - block_depth));
+        }
+        const std::int64_t g_begin = std::min(next_groups, t * share);
+        const std::int64_t g_end = std::min(next_groups, g_begin + share);
+        for (int p = 0; p < panels; ++p) {
+          const std::int8_t* next =
+              b.panels + (p0 + p) * panel_stride + (k0 + block_depth) / 4 * 64;
+          for (std::int64_t g = g_begin; g < g_end; ++g)
+            _mm_prefetch(reinterpret_cast<const char*>(next + 64 * g), _MM_HINT_T0);
+        }
+        for (int v = 0; v < vectors; v += tile_vectors) {
+          const int c = std::min(tile_vectors, vectors - v);
+          tiles[r - 1][c - 1](weights.w + 16 * v, vectors, rows, 2 * groups, first, last,
+                              b.zero_points + row, b.column_sums + 16 * p0 + 8 * v,
+                              b.acc + row * b.acc_stride + 16 * p0 + 8 * v, b.acc_stride);
+        }
+      }
+    }
+  }
+}
+
+// ---- The direct path (M < 4) -------------------------------------------------------------------
 
 // Four codes at `p`, flipped for int8 and widened to 4 × int16, repeated in every 64-bit lane.
 inline __m256i broadcast_codes(const std::uint8_t* p, std::uint32_t flip) {
@@ -22,8 +228,8 @@ inline __m256i broadcast_codes(const std::uint8_t* p, std::uint32_t flip) {
 
 // acc[r][c] for R rows and the 8 channels of `half` (32-byte halves of each 64-byte group).
 template <int R>
-void micro_tile(const igemm::GemmBlock& b, std::int64_t row, const std::int8_t* half,
-                const std::int32_t* column_sums, std::int32_t* acc) {
+void direct_tile(const igemm::GemmBlock& b, std::int64_t row, const std::int8_t* half,
+                 const std::int32_t* column_sums, std::int32_t* acc) {
   const std::uint32_t flip = b.flip ? 0x80808080u : 0u;
   // c[r][0]: channels 0-3, c[r][1]: channels 4-7, as (k0·w0 + k1·w1, k2·w2 + k3·w3) pairs.
   // The row loops are unrolled so that the accumulators stay in registers.
@@ -50,7 +256,7 @@ void micro_tile(const igemm::GemmBlock& b, std::int64_t row, const std::int8_t* 
     step(half + g * 64, 4 * g);
   if (b.k % 4 != 0) {
     // The k % 4 tail from zero-padded copies (never read past a row); padding meets zero weights.
-    alignas(16) std::uint8_t tails[4 * max_rows] = {};
+    alignas(16) std::uint8_t tails[4 * min_widened_rows] = {};
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       std::memcpy(tails + 4 * r, a[r] + 4 * full, static_cast<std::size_t>(b.k % 4));
@@ -70,21 +276,25 @@ void micro_tile(const igemm::GemmBlock& b, std::int64_t row, const std::int8_t* 
   }
 }
 
-}  // namespace
-
-void gemm_u8s8_i32_16c4__avx2(const igemm::GemmBlock& b) {
+void gemm_direct(const igemm::GemmBlock& b) {
   using Fn = void (*)(const igemm::GemmBlock&, std::int64_t, const std::int8_t*,
                       const std::int32_t*, std::int32_t*);
-  static constexpr Fn by_rows[max_rows] = {micro_tile<1>, micro_tile<2>, micro_tile<3>,
-                                           micro_tile<4>};
+  static constexpr Fn by_rows[min_widened_rows - 1] = {direct_tile<1>, direct_tile<2>,
+                                                       direct_tile<3>};
   const std::int64_t panel_stride = igemm::panel_bytes(b.k);
   for (std::int64_t h = 0; h < 2 * b.panel_count; ++h) {
     const std::int8_t* half = b.panels + h / 2 * panel_stride + h % 2 * 32;
-    const std::int32_t* sums = b.column_sums + 8 * h;
-    for (std::int64_t row = 0; row < b.rows; row += max_rows) {
-      const std::int64_t rows = std::min<std::int64_t>(max_rows, b.rows - row);
-      by_rows[rows - 1](b, row, half, sums, b.acc + row * b.acc_stride + 8 * h);
-    }
+    by_rows[b.rows - 1](b, 0, half, b.column_sums + 8 * h, b.acc + 8 * h);
+  }
+}
+
+}  // namespace
+
+void gemm_u8s8_i32_16c4__avx2(const igemm::GemmBlock& b) {
+  if (b.rows >= min_widened_rows) {
+    gemm_widened(b);
+  } else if (b.rows > 0) {
+    gemm_direct(b);
   }
 }
 

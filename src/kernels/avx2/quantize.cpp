@@ -42,11 +42,27 @@ inline __m256i wide_codes(__m256 x, const Lanes& p, Grid grid) {
   return _mm256_blendv_epi8(codes, p.zero, nan);
 }
 
+// 8-bit codes 32 at a time: the low byte of every lane, as store8 keeps it (a NaN lane's low
+// byte is its zero point). Returns the elements done.
+template <FloatType T, class Params>
+std::int64_t quantize_bytes32(const void* x, std::int64_t n, const Params& params,
+                              std::int8_t* codes) {
+  const auto code = [&](std::int64_t k) { return narrow_codes(load8<T>(x, k), params.at(k)); };
+  std::int64_t k = 0;
+  for (; k + 4 * lanes <= n; k += 4 * lanes) {
+    store32_low_bytes(codes + k, code(k), code(k + lanes), code(k + 2 * lanes),
+                      code(k + 3 * lanes));
+  }
+  return k;
+}
+
 // The vector part: returns how many leading elements were done (a multiple of 8).
 template <FloatType T, CodeWidth W, class Params>
 std::int64_t quantize_lanes(const void* x, std::int64_t n, const Params& params, Grid grid,
                             void* codes) {
   std::int64_t k = 0;
+  if constexpr (W == CodeWidth::b8)
+    k = quantize_bytes32<T>(x, n, params, static_cast<std::int8_t*>(codes));
   for (; k + lanes <= n; k += lanes) {
     const Lanes p = params.at(k);
     if constexpr (W == CodeWidth::b32) {
@@ -174,6 +190,24 @@ void dequantize_vec__avx2(const void* codes, std::int64_t n, const float* scale,
       out + k);
 }
 
+// Each group through the same code as quantize__avx2, inlined (no call per group).
+template <FloatType T>
+void quantize_groups__avx2(const void* x, std::int64_t groups, std::int64_t group_size,
+                           const float* inv_scale, const float* scale,
+                           const std::int32_t* zero_point, Grid grid, std::int8_t* codes) {
+  for (std::int64_t g = 0; g < groups; ++g) {
+    const void* xg = input_at<T>(x, g * group_size);
+    const Affine p{inv_scale[g], scale[g], zero_point[g]};
+    const std::int64_t done =
+        quantize_lanes<T, CodeWidth::b8>(xg, group_size, Uniform(p, grid), grid, codes);
+    if (done < group_size) {
+      reference_table().quantize[static_cast<int>(T)][0](input_at<T>(xg, done), group_size - done,
+                                                         p, grid, codes + done);
+    }
+    codes += group_size;
+  }
+}
+
 template <FloatType T>
 void fill_for_input(KernelTable& table) {
   const auto t = static_cast<int>(T);
@@ -183,6 +217,7 @@ void fill_for_input(KernelTable& table) {
   table.quantize_vec[t][0] = quantize_vec__avx2<T, CodeWidth::b8>;
   table.quantize_vec[t][1] = quantize_vec__avx2<T, CodeWidth::b16>;
   table.quantize_vec[t][2] = quantize_vec__avx2<T, CodeWidth::b32>;
+  table.quantize_groups[t] = quantize_groups__avx2<T>;
   table.fake_quantize[t][0] = fake_quantize__avx2<T>;
   table.fake_quantize_vec[t][0] = fake_quantize_vec__avx2<T>;
   // [t][1] (32-bit grids, |q - z| up to 2^32) keeps the reference kernel.

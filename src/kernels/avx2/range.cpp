@@ -110,6 +110,40 @@ std::int64_t minmax__avx2(const void* x, std::int64_t n, float* min, float* max)
                                                                    n - vectors_end, min, max);
 }
 
+// Groups of whole vectors: a plain min / max per group with v * 0 summed into `bad` (as in
+// minmax__avx2's blocks); a group with a non-finite element is re-run on the exact path. Other
+// group sizes go group by group through minmax__avx2.
+template <FloatType T>
+void minmax_groups__avx2(const void* x, std::int64_t groups, std::int64_t group_size, float* mins,
+                         float* maxs) {
+  const __m256 pos_inf = _mm256_set1_ps(__builtin_inff());
+  const __m256 neg_inf = _mm256_set1_ps(-__builtin_inff());
+  const __m256 zero = _mm256_setzero_ps();
+  for (std::int64_t g = 0; g < groups; ++g) {
+    const std::int64_t begin = g * group_size, end = begin + group_size;
+    if (group_size % lanes != 0) {
+      mins[g] = __builtin_inff();
+      maxs[g] = -__builtin_inff();
+      minmax__avx2<T>(input_at<T>(x, begin), group_size, mins + g, maxs + g);
+      continue;
+    }
+    __m256 lo = pos_inf, hi = neg_inf, bad = zero;
+    for (std::int64_t k = begin; k < end; k += lanes) {
+      const __m256 v = load8<T>(x, k);
+      lo = _mm256_min_ps(lo, v);
+      hi = _mm256_max_ps(hi, v);
+      bad = _mm256_fmadd_ps(v, zero, bad);
+    }
+    if (_mm256_movemask_ps(_mm256_cmp_ps(bad, bad, _CMP_UNORD_Q)) != 0) {
+      lo = pos_inf;
+      hi = neg_inf;
+      minmax_exact<T>(x, begin, end, lo, hi, _mm256_setzero_si256());
+    }
+    mins[g] = horizontal_min(lo);
+    maxs[g] = horizontal_max(hi);
+  }
+}
+
 template <FloatType T>
 std::int64_t minmax_vec__avx2(const void* x, std::int64_t n, float* mins, float* maxs) {
   const __m256 pos_inf = _mm256_set1_ps(__builtin_inff());
@@ -206,6 +240,7 @@ void fill_for_input(KernelTable& table) {
   const auto t = static_cast<int>(T);
   table.minmax[t] = minmax__avx2<T>;
   table.minmax_vec[t] = minmax_vec__avx2<T>;
+  table.minmax_groups[t] = minmax_groups__avx2<T>;
   table.abs_max[t] = abs_max__avx2<T>;
   table.abs_max_vec[t] = abs_max_vec__avx2<T>;
 }

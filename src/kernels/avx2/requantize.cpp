@@ -1,4 +1,4 @@
-// AVX2 requantize kernels: int32 accumulators -> 8-bit codes in double, 8 at a time;
+// AVX2 requantize kernels: int32 accumulators -> 8-bit codes in double, 32 (then 8) at a time;
 // the last n % 8 go to the reference kernel.
 #include "kernels/avx2/kernels.hpp"
 #include "kernels/avx2/simd.hpp"
@@ -35,6 +35,12 @@ void requantize__avx2(const std::int32_t* acc, std::int64_t n, float multiplier,
   const __m256 m = _mm256_set1_ps(multiplier);
   const __m256i z = _mm256_set1_epi32(zero_point);
   std::int64_t k = 0;
+  for (; k + 4 * lanes <= n; k += 4 * lanes) {
+    store32_low_bytes(out + k, codes8(load_acc(acc, k), m, z, grid),
+                      codes8(load_acc(acc, k + lanes), m, z, grid),
+                      codes8(load_acc(acc, k + 2 * lanes), m, z, grid),
+                      codes8(load_acc(acc, k + 3 * lanes), m, z, grid));
+  }
   for (; k + lanes <= n; k += lanes)
     store8<CodeWidth::b8>(out, k, codes8(load_acc(acc, k), m, z, grid));
   if (k < n) reference_table().requantize(acc + k, n - k, multiplier, zero_point, grid, out + k);
@@ -42,12 +48,17 @@ void requantize__avx2(const std::int32_t* acc, std::int64_t n, float multiplier,
 
 void requantize_vec__avx2(const std::int32_t* acc, std::int64_t n, const float* multiplier,
                           const std::int32_t* zero_point, Grid grid, std::uint8_t* out) {
-  std::int64_t k = 0;
-  for (; k + lanes <= n; k += lanes) {
+  const auto codes_at = [&](std::int64_t k) {
     const __m256i z = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(zero_point + k));
-    store8<CodeWidth::b8>(out, k,
-                          codes8(load_acc(acc, k), _mm256_loadu_ps(multiplier + k), z, grid));
+    return codes8(load_acc(acc, k), _mm256_loadu_ps(multiplier + k), z, grid);
+  };
+  std::int64_t k = 0;
+  for (; k + 4 * lanes <= n; k += 4 * lanes) {
+    store32_low_bytes(out + k, codes_at(k), codes_at(k + lanes), codes_at(k + 2 * lanes),
+                      codes_at(k + 3 * lanes));
   }
+  for (; k + lanes <= n; k += lanes)
+    store8<CodeWidth::b8>(out, k, codes_at(k));
   if (k < n) {
     reference_table().requantize_vec(acc + k, n - k, multiplier + k, zero_point + k, grid, out + k);
   }

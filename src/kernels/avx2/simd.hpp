@@ -60,6 +60,20 @@ inline void store8(void* out, std::int64_t k, __m256i codes) {
   }
 }
 
+/// Stores the low bytes of the 32 int32 lanes of c0..c3, in order, at out: lanes masked to
+/// 0..255, unsigned saturating packs, and one dword permute to undo the in-lane interleaving.
+inline void store32_low_bytes(void* out, __m256i c0, __m256i c1, __m256i c2, __m256i c3) {
+  const __m256i low_byte = _mm256_set1_epi32(0xff);
+  // Per 128-bit lane: the low halves of c0..c3, then their high halves.
+  const __m256i words01 =
+      _mm256_packus_epi32(_mm256_and_si256(c0, low_byte), _mm256_and_si256(c1, low_byte));
+  const __m256i words23 =
+      _mm256_packus_epi32(_mm256_and_si256(c2, low_byte), _mm256_and_si256(c3, low_byte));
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  _mm256_storeu_si256(static_cast<__m256i*>(out),
+                      _mm256_permutevar8x32_epi32(_mm256_packus_epi16(words01, words23), order));
+}
+
 /// 8 stored codes at element k, widened to int32.
 template <CodeType C>
 inline __m256i load_codes8(const void* codes, std::int64_t k) {

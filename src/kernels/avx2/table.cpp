@@ -19,6 +19,7 @@ const KernelTable& avx2_table() {
     avx2::fill_range_kernels(t);
     avx2::fill_requantize_kernels(t);
     t.gemm = gemm_u8s8_i32_16c4__avx2;
+    t.conv_depthwise = conv_depthwise_u8s16_i32__avx2;
     t.weight_only_f32 = weight_only::weight_only_f32_16c__avx2;
     t.weight_only_u8_few_rows = {weight_only::weight_only_u8_16c__avx2, 1};
     t.weight_only_u8_many_rows = {weight_only::weight_only_u8_16c__avx2, 1};

@@ -1,41 +1,14 @@
 // AVX-512 VNNI GEMM kernel (vpdpbusd): register tiles of up to 8 rows × 48 channels.
 //
-// Prefetching (measured on a 2-core Zen 4, 1 thread, ms per call, f32 output; weights of the
-// 11008 × 4096 shapes are 43 MiB, > L3, so they stream from DRAM):
-//   Each panel stream is prefetched twice per 64-byte group: prefetcht0 2 KiB ahead (into L1)
-//   and prefetcht1 8 KiB ahead (into L2, where the core keeps more misses in flight than L1's
-//   miss buffers allow). Against the former prefetcht0 4 KiB alone, same runs, medians:
-//   M=4 N=4096 K=11008 1.87 → 1.34, M=4 N=11008 K=4096 2.03 → 1.52, M=1 N=11008 1.69 →
-//   1.49, M=2 N=11008 3.1 → 2.3 (busy machine), M=8 N=11008 2.62 → 2.42, M=16 N=11008
-//   4.26 → 4.08; L3-resident 4096² (M = 1..16) and M = 64 / 256 within ±2 %.
-//   Also measured, not better than t0 2 KiB + t1 8 KiB: t1 alone at 4, 8, 16 or 32 KiB
-//   (t1 4-8 KiB within noise of it for M ≤ 4, a few % behind at M = 8-16), t2 8 KiB,
-//   t0 1 KiB / 4 KiB + t1 8-16 KiB, t0 2 KiB + t2 16 KiB, prefetchnta 4 KiB (slower than t0),
-//   t0 16 KiB (slower: L1 miss buffers fill), no prefetch (M = 4 about as slow as t0 4 KiB;
-//   M = 16 twice as slow in the tall tile below).
-//   M = 9..16: the second (L2) pass over a slice prefetches the next slice into L2 instead:
-//   M=16 N=11008 K=4096 3.98 → 3.82 (two runs, both -4 %); with K = 11008 (slices of 516 KiB,
-//   two do not fit a 1 MiB L2) 3.98 → 4.00 and 4.10 → 4.20, hence only for slices ≤ 256 KiB.
-//   Small M: the last pass over a slice of 3 panels ends (its last 8 KiB of groups) by
-//   prefetching into L2 the first 8 KiB of the next slice's panels, which otherwise start cold:
-//   K = 4096 panels are 64 KiB, so 1/8 of the weights arrived at DRAM latency. Two runs,
-//   M=4 N=11008 K=4096 1.96 → 1.69 and 1.82 → 1.68, M=4 N=4096 K=11008 1.84 → 1.76 / 1.72,
-//   M=1 N=11008 1.83 → 1.72 / 1.67 → 1.60, M=8 N=11008 2.39 → 2.26 / 2.33 → 2.16, L3-resident
-//   4096² 2-5 % faster; for M = 9..16 (second pass, K = 11008) 1-2 %.
-//   The first two against the former kernel in one process, 2 threads: M=4 N=11008 K=4096
-//   1.24 → 1.01, M=16 2.34 → 2.04, M=1 1.00 → 0.90; 4096², M = 16 / 256 unchanged.
-//   Not in this file: a plain 45 MB stream ran 1.69 → 1.22 ms with MADV_HUGEPAGE storage
-//   (4 KiB pages stop the hardware prefetchers at every page), so huge-page packed weights
-//   would likely help the DRAM-bound shapes further.
-// Rejected tile shapes for M = 9..16 (the 8-row tile runs twice over each 3-panel slice, the
-// second pass from L2): a 9..16-row × 1-panel (or × 2 for ≤ 12 rows) tile reading each panel
-// once, rows addressed from two bases with scaled indices (no spills). With rows 4 KiB apart
-// all 16 rows share one L1 set (2× slower; copying A to an odd-line stride fixed that), and
-// even then 16 × K activation bytes stream from L2 for every panel: M=16 N=11008 K=4096 4.55
-// vs 4.15 ms for the 8-row tile, M=12 equal. Blocking K (1 KiB of every row kept in L1,
-// accumulators through acc) made it slower still (4.5-5.2 ms): panel chunks of 16 KiB break
-// the sequential DRAM stream (a synthetic stream at 16 MACs per byte-group: 3.3 ms whole
-// panels vs 4.0-4.2 ms in 16 KiB chunks).
+// Prefetching: each panel stream is prefetched twice per 64-byte group, prefetcht0 2 KiB ahead
+// (into L1) and prefetcht1 8 KiB ahead (into L2, where the core keeps more misses in flight than
+// L1's miss buffers allow). For M = 9..16 the second (L2) pass over a slice prefetches the next
+// slice into L2 instead, for slices of at most 256 KiB (two must fit L2); for small M the last
+// pass over a slice prefetches the first 8 KiB of the next slice's panels, which otherwise start
+// cold. Tile shapes for M = 9..16: the 8-row tile runs twice over each 3-panel slice, the second
+// pass from L2 (taller tiles alias in L1 and stream 16 · K activation bytes from L2 per panel).
+// The measurements behind each choice: docs/performance.md, "Int8 GEMM kernel: measurement
+// history".
 #include <immintrin.h>
 
 #include <algorithm>

@@ -18,8 +18,15 @@ const KernelTable& avx512_table() {
     avx512::fill_pack_kernels(t);
     avx512::fill_range_kernels(t);
     avx512::fill_requantize_kernels(t);
+    // The fused per-group kernels of the AVX2 tier (every AVX-512 CPU runs them): one call per
+    // run of groups beats the per-group calls of the AVX-512 range and quantize kernels.
+    for (int f = 0; f < float_type_count; ++f) {
+      t.minmax_groups[f] = avx2_table().minmax_groups[f];
+      t.quantize_groups[f] = avx2_table().quantize_groups[f];
+    }
     t.gemm = gemm_u8s8_i32_16c4__avx512_bw;
     t.gemm_requantize_row = requantize_row_i32_u8__avx512;
+    t.conv_depthwise = conv_depthwise_u8s16_i32__avx512;
     t.weight_only_f32 = weight_only::weight_only_f32_16c__avx512;
     // No VNNI: the AVX2 int8-activation kernel (int4 and int8 codes).
     t.weight_only_u8_few_rows = {weight_only::weight_only_u8_16c__avx2, 1};
@@ -42,7 +49,9 @@ const KernelTable& avx512_vnni_table() {
     t.gemm = gemm_u8s8_i32_16c4__avx512_vnni;
     t.weight_only_u8_few_rows = {weight_only::weight_only_u8_regs_64c__avx512_vnni,
                                  weight_only::u8_regs_block_panels};
-    t.weight_only_u8_many_rows = {weight_only::weight_only_u8_tiles_48c__avx512_vnni, 3};
+    t.weight_only_u8_many_rows = {weight_only::weight_only_u8_tiles_48c__avx512_vnni,
+                                  weight_only::u8_tiles_block_panels,
+                                  weight_only::u8_tiles_block_panels};
     return t;
   }();
   return table;

@@ -28,8 +28,8 @@ namespace {
 constexpr int max_rows = 4;
 // Bytes ahead of the block being decoded that each panel stream asks the prefetcher for.
 constexpr std::int64_t prefetch_bytes = 2048;
-// ... and into L2 (measured on cold 4096² int4 weights, in ratio to the int8 GEMV of the same
-// run: 3-5 % faster than the L1 prefetch alone; 1 KiB or 4 KiB for the L1 distance no better).
+// ... and into L2 (faster than the L1 prefetch alone on cold weights: docs/performance.md,
+// "Weight-only kernels: measurement history").
 constexpr std::int64_t prefetch_far_bytes = 6144;
 
 // An int4 block as unsigned operands: the signed grid's nibble n becomes u = n ^ 8 = q + 8
@@ -168,9 +168,9 @@ void rows_block(const Int8Args& a, std::int64_t panel0, int panels, std::int64_t
       int8_stage::finish(a, row0 + r, (panel0 + p) * panel_width, acc[r][p]);
 }
 
-// Blocks of 8 rows × 2 panels while 8 rows remain (each step's decode serves 8 rows: measured
-// 12-19 % faster than 4 × 4 at M = 8…256, N = K = 4096, and 10 or 12 rows spill), then blocks
-// of up to 4 rows × 4 panels (for M ≤ 4 every weight byte is read from memory once per call).
+// Blocks of 8 rows × 2 panels while 8 rows remain (each step's decode serves 8 rows; 10 or 12
+// rows spill), then blocks of up to 4 rows × 4 panels (for M ≤ 4 every weight byte is read
+// from memory once per call).
 template <int Bits, bool Symmetric, bool Prefetch>
 void run_blocks(const Int8Args& a, std::int64_t panel_begin, std::int64_t panel_end) {
   constexpr int P = static_cast<int>(u8_regs_block_panels);
@@ -205,11 +205,10 @@ void run_blocks(const Int8Args& a, std::int64_t panel_begin, std::int64_t panel_
 }
 
 // Software prefetch unless the weights are on huge pages and there is one block of rows: then
-// the hardware prefetchers keep the streams full alone and the prefetch instructions cost 20 %
-// of the L3-resident GEMV (4096² int4, M = 1: 0.130 vs 0.165 ms; cold 4096² and 11008 × 4096
-// equal within noise). With more rows the later row blocks re-read the panels and the prefetch
-// pays (M = 64, 4096²: 6.4 vs 6.8 ms), and on 4 KiB pages it is worth 30 % cold (1024² int4
-// rotated: 0.023 vs 0.032 ms).
+// the hardware prefetchers keep the streams full alone and the prefetch instructions only cost
+// time. With more rows the later row blocks re-read the panels and the prefetch pays, and on
+// 4 KiB pages it always does (numbers: docs/performance.md, "Weight-only kernels: measurement
+// history").
 template <int Bits, bool Symmetric>
 void run(const Int8Args& a, std::int64_t panel_begin, std::int64_t panel_end) {
   if (a.w.huge_pages && a.m <= max_rows) {

@@ -17,8 +17,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <memory>
-#include <new>
 
 #include "kernels/avx512/weight_only_u8_stage.hpp"
 
@@ -36,10 +34,6 @@ inline std::int32_t load4(const std::uint8_t* p) {
   std::memcpy(&v, p, 4);
   return v;
 }
-
-struct Aligned {
-  void operator()(std::uint8_t* p) const { ::operator delete[](p, std::align_val_t{64}); }
-};
 
 // Decodes panels [panel0, panel0 + 3) (clamped to `panels`) into `scratch`: per panel
 // k_padded / 4 vectors of 64 bytes, vector i holding 16 channels × 4 int8 codes in the order of
@@ -157,21 +151,12 @@ void tile(const Int8Args& a, const std::uint8_t* scratch, std::int64_t panel0, i
 // Each tile of 3 panels is decoded once for all M rows, then walked in blocks of 8 rows.
 template <bool Symmetric>
 void run(const Int8Args& a, std::int64_t panel_begin, std::int64_t panel_end) {
-  // One scratch per thread, kept between calls (a fresh large allocation per call costs page
-  // faults on every call).
-  thread_local std::unique_ptr<std::uint8_t[], Aligned> scratch;
-  thread_local std::size_t capacity = 0;
-  const auto bytes = static_cast<std::size_t>(tile_panels * a.w.k_padded * 16);
-  if (capacity < bytes) {
-    scratch.reset(static_cast<std::uint8_t*>(::operator new[](bytes, std::align_val_t{64})));
-    capacity = bytes;
-  }
   for (std::int64_t panel = panel_begin; panel < panel_end; panel += tile_panels) {
     const int panels = static_cast<int>(std::min<std::int64_t>(tile_panels, panel_end - panel));
-    decode_tile<Symmetric>(a.w, panel, panels, scratch.get());
+    decode_tile<Symmetric>(a.w, panel, panels, a.scratch);
     for (std::int64_t row0 = 0; row0 < a.m; row0 += tile_rows) {
       const int rows = static_cast<int>(std::min<std::int64_t>(tile_rows, a.m - row0));
-      tile<Symmetric>(a, scratch.get(), panel, panels, row0, rows);
+      tile<Symmetric>(a, a.scratch, panel, panels, row0, rows);
     }
   }
 }

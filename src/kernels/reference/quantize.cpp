@@ -92,6 +92,17 @@ void fake_quantize_vec(const void* x, std::int64_t n, const float* inv_scale, co
 }
 
 template <FloatType T>
+void quantize_groups(const void* x, std::int64_t groups, std::int64_t group_size,
+                     const float* inv_scale, const float* scale, const std::int32_t* zero_point,
+                     Grid grid, std::int8_t* codes) {
+  for (std::int64_t g = 0; g < groups; ++g) {
+    quantize<T, CodeWidth::b8>(
+        static_cast<const char*>(x) + g * group_size * (T == FloatType::f32 ? 4 : 2), group_size,
+        Affine{inv_scale[g], scale[g], zero_point[g]}, grid, codes + g * group_size);
+  }
+}
+
+template <FloatType T>
 void fill_for_input(KernelTable& table) {
   const auto t = static_cast<int>(T);
   table.quantize[t][0] = quantize<T, CodeWidth::b8>;
@@ -100,6 +111,7 @@ void fill_for_input(KernelTable& table) {
   table.quantize_vec[t][0] = quantize_vec<T, CodeWidth::b8>;
   table.quantize_vec[t][1] = quantize_vec<T, CodeWidth::b16>;
   table.quantize_vec[t][2] = quantize_vec<T, CodeWidth::b32>;
+  table.quantize_groups[t] = quantize_groups<T>;
   table.fake_quantize[t][0] = table.fake_quantize[t][1] = fake_quantize<T>;
   table.fake_quantize_vec[t][0] = table.fake_quantize_vec[t][1] = fake_quantize_vec<T>;
 }

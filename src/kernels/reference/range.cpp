@@ -33,6 +33,17 @@ std::int64_t minmax_vec(const void* x, std::int64_t n, float* mins, float* maxs)
 }
 
 template <FloatType T>
+void minmax_groups(const void* x, std::int64_t groups, std::int64_t group_size, float* mins,
+                   float* maxs) {
+  for (std::int64_t g = 0; g < groups; ++g) {
+    mins[g] = INFINITY;
+    maxs[g] = -INFINITY;
+    minmax<T>(static_cast<const char*>(x) + g * group_size * (T == FloatType::f32 ? 4 : 2),
+              group_size, mins + g, maxs + g);
+  }
+}
+
+template <FloatType T>
 std::int64_t abs_max(const void* x, std::int64_t n, float* result) {
   std::int64_t nonfinite = 0;
   for (std::int64_t k = 0; k < n; ++k) {
@@ -60,6 +71,7 @@ void fill_for_input(KernelTable& table) {
   const auto t = static_cast<int>(T);
   table.minmax[t] = minmax<T>;
   table.minmax_vec[t] = minmax_vec<T>;
+  table.minmax_groups[t] = minmax_groups<T>;
   table.abs_max[t] = abs_max<T>;
   table.abs_max_vec[t] = abs_max_vec<T>;
 }

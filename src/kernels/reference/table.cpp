@@ -15,6 +15,7 @@ const KernelTable& reference_table() {
     t.name = "reference";
     t.gemm = gemm_u8s8_i32_16c4__reference;
     t.gemm_requantize_row = requantize_row_i32_u8__reference;
+    t.conv_depthwise = conv_depthwise_u8s16_i32__reference;
     t.weight_only_f32 = weight_only::weight_only_f32_16c__reference;
     t.weight_only_u8_few_rows = {weight_only::weight_only_u8_16c__reference, 1};
     t.weight_only_u8_many_rows = {weight_only::weight_only_u8_16c__reference, 1};

@@ -3,12 +3,16 @@
 from .activation import (
     ELU, GELU, Hardsigmoid, Hardswish, LeakyReLU, ReLU, ReLU6, SiLU, Sigmoid, Tanh,
 )
+from .conv import Conv1d, Conv2d, ConvReLU2d
+from .embedding import Embedding, EmbeddingBag
 from .linear import Linear, LinearReLU
+from .pool import MaxPool2d
 from .stubs import DeQuantize, Quantize
 from . import dynamic, weight_only
 
 __all__ = [
     "Linear", "LinearReLU", "Quantize", "DeQuantize", "ReLU", "ReLU6", "Sigmoid",
     "Hardsigmoid", "Tanh", "Hardswish", "ELU", "LeakyReLU", "GELU", "SiLU", "dynamic",
-    "weight_only",
+    "weight_only", "Conv1d", "Conv2d", "ConvReLU2d", "Embedding", "EmbeddingBag",
+    "MaxPool2d",
 ]

@@ -7,12 +7,20 @@ from ... import _lucidq
 from .._observed import qparams_of
 from ._io import float_array
 
-__all__ = ["int8_weight"]
+__all__ = ["int8_weight", "int8_codes"]
 
 
 def int8_weight(weight, observer, where):
+    """int8_codes packed for the int8 GEMM (weight [N, K])."""
+    codes, scales = int8_codes(weight, observer, where)
+    return _lucidq.PackedWeightsInt8.pack(codes, scales)
+
+
+def int8_codes(weight, observer, where):
     """Runs `observer` (an observer or fake quantizer, as qconfig.weight() gives) on the
-    weight [N, K], quantizes it with the observer's qparams and packs it for the int8 GEMM.
+    weight ([N, K], or [C_out, ...] for a convolution), quantizes it with the observer's qparams
+    and returns (int8 codes of the weight's shape,
+    float32 scales: one per output channel or one).
 
     The codes are lucidq.quantize's (round half to even of x * (1 / scale), clamped to the
     observer's [quant_min, quant_max]), which are torch's quantize_per_channel /
@@ -39,4 +47,4 @@ def int8_weight(weight, observer, where):
             "channels)"
         )
     codes = _lucidq.quantize(float_array(weight), qparams).int_repr().astype(np.int8)
-    return _lucidq.PackedWeightsInt8.pack(codes, np.asarray(qparams.scale, np.float32))
+    return codes, np.asarray(qparams.scale, np.float32)

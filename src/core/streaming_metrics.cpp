@@ -1,5 +1,6 @@
-// Streaming error metrics of a quantized tensor against its original (fixed blocks, parallel).
-#include "io/checkpoint_metrics.hpp"
+// Streaming error metrics against an original (fixed blocks, parallel): the one implementation
+// behind error_metrics and the checkpoint reports.
+#include "core/streaming_metrics.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,6 +9,8 @@
 #include <span>
 #include <vector>
 
+#include "core/kernel_args.hpp"
+#include "core/widen.hpp"
 #include "kernels/dispatch.hpp"
 #include "kernels/error_sums.hpp"
 #include "lucid/quantization/error.hpp"
@@ -17,101 +20,22 @@
 namespace lucid::quantization::detail {
 namespace {
 
-using kernels::AccumulateErrorsFn;
 using kernels::ErrorSums;
 
 constexpr std::int64_t kBlock = std::int64_t{1} << 16;  // elements per block (fixed)
 constexpr std::int64_t kChunk = 1024;                   // elements decoded at a time
 
-// The sums error_metrics folds into ErrorMetrics.
-struct Sums {
-  std::int64_t count = 0;
-  std::int64_t nonfinite = 0;
-  std::int64_t saturated = 0;
-  ErrorSums errors;
-
-  void add(const Sums& o) {
-    count += o.count;
-    nonfinite += o.nonfinite;
-    saturated += o.saturated;
-    errors.sq_error += o.errors.sq_error;
-    errors.sq_signal += o.errors.sq_signal;
-    errors.sq_reconstruction += o.errors.sq_reconstruction;
-    errors.dot += o.errors.dot;
-    errors.max_abs_error = std::max(errors.max_abs_error, o.errors.max_abs_error);
-  }
-
-  // The same formulas as error_metrics (src/core/metrics.cpp).
-  ErrorMetrics finish() const {
-    const ErrorSums& e = errors;
-    ErrorMetrics m;
-    m.count = count;
-    m.nonfinite_count = nonfinite;
-    if (count == 0) return m;
-    m.mse = e.sq_error / static_cast<double>(count);
-    m.rmse = std::sqrt(m.mse);
-    m.max_abs_error = e.max_abs_error;
-    m.sqnr_db = e.sq_error == 0 ? std::numeric_limits<double>::infinity()
-                                : 10.0 * std::log10(e.sq_signal / e.sq_error);
-    if (e.sq_signal == 0 && e.sq_reconstruction == 0) {
-      m.cosine_similarity = 1.0;
-    } else if (e.sq_signal == 0 || e.sq_reconstruction == 0) {
-      m.cosine_similarity = 0.0;
-    } else {
-      m.cosine_similarity = e.dot / std::sqrt(e.sq_signal * e.sq_reconstruction);
-    }
-    m.fraction_saturated = static_cast<double>(saturated) / static_cast<double>(count);
-    return m;
-  }
-};
+using Sums = MetricSums;
 
 // Elements [begin, begin + n) of a float view as float32.
 void decode_floats(const TensorView& x, std::int64_t begin, std::int64_t n, float* out) {
-  const auto* bytes = static_cast<const unsigned char*>(x.data);
-  if (x.type == ScalarType::float32) {
-    std::memcpy(out, bytes + 4 * begin, static_cast<std::size_t>(4 * n));
-    return;
-  }
-  const unsigned char* from = bytes + 2 * begin;
-  if (x.type == ScalarType::bfloat16) {
-    for (std::int64_t k = 0; k < n; ++k) {
-      std::uint16_t bits;
-      std::memcpy(&bits, from + 2 * k, 2);  // the data may be unaligned
-      out[k] = bfloat16_to_float(bits);
-    }
-  } else {
-    for (std::int64_t k = 0; k < n; ++k) {
-      std::uint16_t bits;
-      std::memcpy(&bits, from + 2 * k, 2);
-      out[k] = float16_to_float(bits);
-    }
-  }
-}
-
-// `n` codes of `Bits` bits packed low-bits-first from `bytes` (starting at a byte), as int32,
-// sign-extended when `is_signed`.
-template <int Bits>
-void unpack_fields(const std::uint8_t* bytes, std::int64_t n, bool is_signed, std::int32_t* out) {
-  constexpr int per_byte = 8 / Bits;
-  constexpr unsigned mask = (1u << Bits) - 1;
-  constexpr int shift = 32 - Bits;
-  std::int32_t all[kChunk + per_byte];
-  const std::int64_t byte_count = (n + per_byte - 1) / per_byte;
-  for (std::int64_t i = 0; i < byte_count; ++i) {
-    for (int j = 0; j < per_byte; ++j)
-      all[i * per_byte + j] = static_cast<std::int32_t>((bytes[i] >> (Bits * j)) & mask);
-  }
-  if (is_signed) {
-    for (std::int64_t k = 0; k < n; ++k)  // sign-extend through the top of a 32-bit word
-      out[k] = static_cast<std::int32_t>(static_cast<std::uint32_t>(all[k]) << shift) >> shift;
-  } else {
-    std::memcpy(out, all, static_cast<std::size_t>(n) * sizeof(std::int32_t));
-  }
+  const std::int64_t width = x.type == ScalarType::float32 ? 4 : 2;
+  widen_to_float32(static_cast<const unsigned char*>(x.data) + width * begin, x.type, n, out);
 }
 
 // Codes [begin, begin + n) of `q` as int32; begin is a multiple of 4 (byte aligned).
-void decode_codes(std::span<const std::uint8_t> storage, const QDtype& d, std::int64_t begin,
-                  std::int64_t n, std::int32_t* out) {
+void decode_codes(const kernels::KernelTable& kt, std::span<const std::uint8_t> storage,
+                  const QDtype& d, std::int64_t begin, std::int64_t n, std::int32_t* out) {
   const std::uint8_t* s = storage.data();
   switch (d.storage()) {
     case Storage::int8:
@@ -134,11 +58,13 @@ void decode_codes(std::span<const std::uint8_t> storage, const QDtype& d, std::i
       std::memcpy(out, s + 4 * begin, static_cast<std::size_t>(4 * n));
       return;
     case Storage::packed4:
-      unpack_fields<4>(s + begin / 2, n, d.is_signed(), out);
+    case Storage::packed2: {
+      std::int8_t unpacked[kChunk];
+      unpack_kernel(kt, d)(s + begin * d.bits() / 8, n, unpacked);
+      for (std::int64_t k = 0; k < n; ++k)
+        out[k] = unpacked[k];
       return;
-    case Storage::packed2:
-      unpack_fields<2>(s + begin / 4, n, d.is_signed(), out);
-      return;
+    }
   }
 }
 
@@ -209,7 +135,7 @@ std::int64_t saturated_wide(const float* x, std::int64_t n, float scale, std::in
 
 Sums block_sums(const TensorView& x, const QParams& qp, std::span<const std::uint8_t> storage,
                 const ParamLayout& layout, std::int64_t begin, std::int64_t end,
-                AccumulateErrorsFn accumulate) {
+                const kernels::KernelTable& kt) {
   const bool wide = qp.qdtype.bits() > 16;
   const auto qmin = static_cast<std::int32_t>(qp.qdtype.quant_min());
   const auto qmax = static_cast<std::int32_t>(qp.qdtype.quant_max());
@@ -220,7 +146,7 @@ Sums block_sums(const TensorView& x, const QParams& qp, std::span<const std::uin
   for (std::int64_t chunk = begin; chunk < end; chunk += kChunk) {
     const std::int64_t n = std::min(end, chunk + kChunk) - chunk;
     decode_floats(x, chunk, n, xs);
-    decode_codes(storage, qp.qdtype, chunk, n, codes);
+    decode_codes(kt, storage, qp.qdtype, chunk, n, codes);
     // A run uses one slot, or (per_element) slot + k for its element k.
     auto each_slot = [&](auto&& f) {
       layout.for_each_run(chunk, chunk + n,
@@ -234,10 +160,7 @@ Sums block_sums(const TensorView& x, const QParams& qp, std::span<const std::uin
     each_slot([&](std::int64_t at, std::int64_t length, std::size_t p) {
       reconstruct_run(codes + at, length, qp.scale[p], qp.zero_point[p], wide, x_hat + at);
     });
-    const std::int64_t nonfinite = zero_nonfinite(xs, x_hat, n);
-    sums.nonfinite += nonfinite;
-    sums.count += n - nonfinite;
-    accumulate(xs, x_hat, n, sums.errors);
+    add_pairs(kt, xs, x_hat, n, sums);  // x is 0 where it was not finite from here on
     const auto saturated = wide ? &saturated_wide : &saturated_run;
     each_slot([&](std::int64_t at, std::int64_t length, std::size_t p) {
       sums.saturated += saturated(xs + at, length, qp.scale[p], qp.zero_point[p], qmin, qmax);
@@ -248,6 +171,23 @@ Sums block_sums(const TensorView& x, const QParams& qp, std::span<const std::uin
 
 int threads_for_blocks(std::int64_t blocks) {
   return static_cast<int>(std::clamp<std::int64_t>(blocks, 1, num_threads()));
+}
+
+// The sums of n elements in fixed blocks of kBlock, block_sums(begin, end) each, in parallel,
+// added in block order (so the result does not depend on the thread count).
+template <class BlockSums>
+ErrorMetrics sum_blocks(std::int64_t n, BlockSums&& block_sums) {
+  const std::int64_t blocks = (n + kBlock - 1) / kBlock;
+  std::vector<Sums> partial(static_cast<std::size_t>(blocks));
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads_for_blocks(blocks))
+#endif
+  for (std::int64_t b = 0; b < blocks; ++b)
+    partial[static_cast<std::size_t>(b)] = block_sums(b * kBlock, std::min(n, (b + 1) * kBlock));
+  Sums total;
+  for (const Sums& sums : partial)
+    total.add(sums);
+  return total.finish();
 }
 
 // How many elements of `x` (read as unsigned words of its width) have every bit of
@@ -276,6 +216,55 @@ std::int64_t count_all_ones(const TensorView& x, Bits exponent) {
 
 }  // namespace
 
+void MetricSums::add(const MetricSums& o) {
+  count += o.count;
+  nonfinite += o.nonfinite;
+  saturated += o.saturated;
+  errors.sq_error += o.errors.sq_error;
+  errors.sq_signal += o.errors.sq_signal;
+  errors.sq_reconstruction += o.errors.sq_reconstruction;
+  errors.dot += o.errors.dot;
+  errors.max_abs_error = std::max(errors.max_abs_error, o.errors.max_abs_error);
+}
+
+ErrorMetrics MetricSums::finish() const {
+  const ErrorSums& e = errors;
+  ErrorMetrics m;
+  m.count = count;
+  m.nonfinite_count = nonfinite;
+  if (count == 0) return m;
+  m.mse = e.sq_error / static_cast<double>(count);
+  m.rmse = std::sqrt(m.mse);
+  m.max_abs_error = e.max_abs_error;
+  m.sqnr_db = e.sq_error == 0 ? std::numeric_limits<double>::infinity()
+                              : 10.0 * std::log10(e.sq_signal / e.sq_error);
+  if (e.sq_signal == 0 && e.sq_reconstruction == 0) {
+    m.cosine_similarity = 1.0;
+  } else if (e.sq_signal == 0 || e.sq_reconstruction == 0) {
+    m.cosine_similarity = 0.0;
+  } else {
+    m.cosine_similarity = e.dot / std::sqrt(e.sq_signal * e.sq_reconstruction);
+  }
+  m.fraction_saturated = static_cast<double>(saturated) / static_cast<double>(count);
+  return m;
+}
+
+void add_pairs(const kernels::KernelTable& kt, float* x, float* x_hat, std::int64_t n,
+               MetricSums& sums) {
+  for (std::int64_t chunk = 0; chunk < n; chunk += kChunk) {
+    const std::int64_t len = std::min(kChunk, n - chunk);
+    const std::int64_t nonfinite = zero_nonfinite(x + chunk, x_hat + chunk, len);
+    sums.nonfinite += nonfinite;
+    sums.count += len - nonfinite;
+    kt.accumulate_errors(x + chunk, x_hat + chunk, len, sums.errors);
+  }
+}
+
+bool saturates(float x, float scale, std::int32_t zero_point, const QDtype& qdtype) {
+  return saturated_wide(&x, 1, scale, zero_point, static_cast<std::int32_t>(qdtype.quant_min()),
+                        static_cast<std::int32_t>(qdtype.quant_max())) != 0;
+}
+
 ErrorMetrics streaming_error_metrics(const TensorView& original, const QParams& qparams,
                                      std::span<const std::uint8_t> storage) {
   if (original.type != ScalarType::float32 && original.type != ScalarType::float16 &&
@@ -292,20 +281,33 @@ ErrorMetrics streaming_error_metrics(const TensorView& original, const QParams& 
   }
   const ParamLayout layout =
       ParamLayout::make(original.shape, qparams.qscheme, qparams.ch_axis, qparams.group_size);
-  const std::int64_t blocks = (n + kBlock - 1) / kBlock;
-  const kernels::AccumulateErrorsFn accumulate = kernels::active().accumulate_errors;
-  std::vector<Sums> partial(static_cast<std::size_t>(blocks));
-#ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads_for_blocks(blocks))
-#endif
-  for (std::int64_t b = 0; b < blocks; ++b) {
-    partial[static_cast<std::size_t>(b)] = block_sums(
-        original, qparams, storage, layout, b * kBlock, std::min(n, (b + 1) * kBlock), accumulate);
+  const kernels::KernelTable& kt = kernels::active();
+  return sum_blocks(n, [&](std::int64_t begin, std::int64_t end) {
+    return block_sums(original, qparams, storage, layout, begin, end, kt);
+  });
+}
+
+ErrorMetrics streaming_error_metrics(const TensorView& original, const TensorView& reconstructed) {
+  const TensorView* views[] = {&original, &reconstructed};
+  for (const TensorView* v : views) {
+    if (!is_kernel_input(v->type)) {
+      throw Error(std::string("error_metrics: ") + (v == &original ? "original" : "reconstructed") +
+                  " is " + to_string(v->type) + " (expected float32, float16 or bfloat16)");
+    }
   }
-  Sums total;
-  for (const Sums& sums : partial)
-    total.add(sums);
-  return total.finish();
+  const kernels::KernelTable& kt = kernels::active();
+  return sum_blocks(original.numel(), [&](std::int64_t begin, std::int64_t end) {
+    float xs[kChunk];
+    float ys[kChunk];
+    Sums sums;
+    for (std::int64_t chunk = begin; chunk < end; chunk += kChunk) {
+      const std::int64_t len = std::min(end, chunk + kChunk) - chunk;
+      decode_floats(original, chunk, len, xs);
+      decode_floats(reconstructed, chunk, len, ys);
+      add_pairs(kt, xs, ys, len, sums);
+    }
+    return sums;
+  });
 }
 
 ErrorMetrics streaming_error_metrics(const TensorView& original, const QuantizedTensor& quantized) {

@@ -1,0 +1,2 @@
+# Row-wise quantized embedding tables (include/lucid/quantization/embedding.hpp).
+target_sources(lucidq PRIVATE embedding/table.cpp embedding/lookup.cpp)
