@@ -45,9 +45,8 @@ def main():
     t_syrk = best_of(lambda: x64.T @ x64, args.repeats)  # a full GEMM: 2x syrk's flops
     flops_syrk = rows * k * (k + 1)  # syrk's useful flops (one triangle)
     h = accumulate().sum()
-    t_gptq = best_of(lambda: lucidq._gptq(w, h, "quint4", False, 128, 0.01, 128, False, False), 1)
-    print(f"CPU: {os.cpu_count()} logical cores visible, lucidq threads {lucidq.num_threads()}, "
-          f"numpy BLAS: {np.__config__.get_info('blas_opt_info').get('libraries', '?') if hasattr(np.__config__, 'get_info') else '?'}")
+    t_gptq = best_of(lambda: lucidq._lucidq._gptq(w, h, "quint4", False, 128, 0.01, 128, False, False), 1)
+    print(f"CPU: {os.cpu_count()} logical cores visible, load average {os.getloadavg()[0]:.2f}")
     print(f"Hessian accumulation, {rows} rows x K {k}: {t_acc:.3f} s "
           f"({flops_syrk / t_acc / 1e9:.1f} GFLOP/s incl. the float32->float64 copy)")
     print(f"NumPy float64 X^T X (GEMM, same data): {t_syrk:.3f} s "
