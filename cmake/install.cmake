@@ -14,7 +14,9 @@ install(EXPORT lucidqTargets NAMESPACE lucidq:: DESTINATION ${CMAKE_INSTALL_LIBD
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/lucidqConfigVersion.cmake
                                  COMPATIBILITY SameMinorVersion)
 file(WRITE ${PROJECT_BINARY_DIR}/lucidqConfig.cmake
-     "include(CMakeFindDependencyMacro)\nfind_dependency(OpenMP)\n"
+     "include(CMakeFindDependencyMacro)\nfind_dependency(OpenMP)\nfind_dependency(PkgConfig)\n"
+     "pkg_check_modules(LUCIDQ_OPENBLAS REQUIRED IMPORTED_TARGET openblas)\n"
+     "pkg_check_modules(LUCIDQ_LAPACKE REQUIRED IMPORTED_TARGET lapacke)\n"
      "include(\${CMAKE_CURRENT_LIST_DIR}/lucidqTargets.cmake)\n")
 install(FILES ${PROJECT_BINARY_DIR}/lucidqConfig.cmake ${PROJECT_BINARY_DIR}/lucidqConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/lucidq)

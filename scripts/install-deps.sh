@@ -8,6 +8,7 @@ build_packages=(
   g++ cmake ninja-build pkg-config
   libcli11-dev libfmt-dev nlohmann-json3-dev libcairo2-dev fonts-dejavu-core
   python3-dev pybind11-dev python3-numpy
+  libopenblas-dev liblapacke-dev  # the weight algorithms' linear algebra (dsyrk, Cholesky)
 )
 test_packages=(
   libgtest-dev libgmock-dev

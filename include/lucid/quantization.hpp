@@ -1,7 +1,10 @@
 // Umbrella header: the whole public lucid::quantization API.
 #pragma once
 
+#include "lucid/quantization/awq.hpp"
+#include "lucid/quantization/channel_stats.hpp"
 #include "lucid/quantization/checkpoint.hpp"
+#include "lucid/quantization/checkpoint_algorithms.hpp"
 #include "lucid/quantization/checkpoint_report.hpp"
 #include "lucid/quantization/conv.hpp"
 #include "lucid/quantization/embedding.hpp"
@@ -13,6 +16,9 @@
 #include "lucid/quantization/gguf_quantize.hpp"
 #include "lucid/quantization/imatrix.hpp"
 #include "lucid/quantization/llama_mixture.hpp"
+#include "lucid/quantization/gptq.hpp"
+#include "lucid/quantization/hessian.hpp"
+#include "lucid/quantization/hqq.hpp"
 #include "lucid/quantization/metrics.hpp"
 #include "lucid/quantization/observer.hpp"
 #include "lucid/quantization/observer_calibrators.hpp"
@@ -29,7 +35,10 @@
 #include "lucid/quantization/requantize.hpp"
 #include "lucid/quantization/runtime.hpp"
 #include "lucid/quantization/scalar_type.hpp"
+#include "lucid/quantization/smooth_quant.hpp"
 #include "lucid/quantization/tensor.hpp"
 #include "lucid/quantization/text_table.hpp"
 #include "lucid/quantization/version.hpp"
+#include "lucid/quantization/weight_grid.hpp"
 #include "lucid/quantization/weight_only.hpp"
+#include "lucid/quantization/weighted_rtn.hpp"

@@ -78,6 +78,17 @@ WORKFLOW_NAMES = (
     "register_qat",
     "register_dynamic",
     "register_weight_only",
+    # calibration.py: statistics of a model's Linears and their safetensors file
+    "LinearStatistics",
+    "collect_calibration_statistics",
+    "save_calibration_statistics",
+    "load_calibration_statistics",
+    # algorithms.py: weight algorithms beyond RTN on a model
+    "gptq",
+    "awq",
+    "smooth_quant",
+    "hqq",
+    "to_weight_only",
 )
 
 TORCH_MISSING = (

@@ -127,5 +127,6 @@ Q::ProgressCallback progress_callback(const py::object& callback);
 /// The recipe from JSON text or a file path (at most one given; neither: an empty recipe).
 Q::QuantRecipe recipe_from(const std::optional<std::string>& recipe_json,
                            const std::optional<std::string>& recipe_path);
+void bind_algorithms(py::module_& m);
 
 }  // namespace lucidq_python

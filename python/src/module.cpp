@@ -32,4 +32,5 @@ PYBIND11_MODULE(_lucidq, m) {
   lucidq_python::bind_embedding(m);
   lucidq_python::bind_ggml(m);
   lucidq_python::bind_gguf(m);
+  lucidq_python::bind_algorithms(m);
 }

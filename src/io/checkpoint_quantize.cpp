@@ -98,6 +98,27 @@ class Job {
   // Waits until every tensor is written; rethrows a write error.
   void finish() { writer_.wait(); }
 
+  // The quantizer's codes for `x` copied into `codes`, or nullopt to use RTN.
+  std::optional<QParams> custom_codes(const SafetensorsEntry& entry, const TensorView& x,
+                                      const QuantSettings& s, std::span<std::uint8_t> codes,
+                                      TensorReport& report) {
+    std::optional<TensorQuantization> custom = options_.quantizer(entry.name, x, s);
+    if (!custom) return std::nullopt;
+    const QParams& q = custom->tensor.qparams();
+    const bool fits =
+        q.qscheme == s.qscheme && q.qdtype == s.qdtype && q.group_size == s.group_size &&
+        (q.ch_axis == s.axis || !is_per_channel(s.qscheme)) && custom->tensor.shape() == x.shape &&
+        custom->tensor.storage().size() == codes.size();
+    if (!fits) {
+      throw Error("the " + custom->method + " quantizer returned " + describe(q) +
+                  " codes; expected " + describe(s));
+    }
+    std::copy(custom->tensor.storage().begin(), custom->tensor.storage().end(), codes.begin());
+    report.method = custom->method;
+    report.output_error_proxy = custom->output_error_proxy;
+    return q;
+  }
+
   TensorReport run(const TensorPlan& plan) {
     const SafetensorsEntry& entry = plan.entry;
     TensorReport report;
@@ -132,6 +153,9 @@ class Job {
     const QuantSettings& s = *plan.settings;
     const std::span<std::uint8_t> codes = codes_for(s.qdtype.storage_bytes(x.numel()));
     const QParams qparams = for_tensor(file_, entry.name, [&] {
+      if (options_.quantizer) {
+        if (auto custom = custom_codes(entry, x, s, codes, report)) return std::move(*custom);
+      }
       QParams chosen = choose_qparams(x, s.qscheme, s.qdtype, s.axis, s.group_size);
       quantize_into(x, chosen, codes);
       return chosen;

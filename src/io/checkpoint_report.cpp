@@ -25,6 +25,7 @@ std::string scheme_text(const TensorReport& t) {
   std::string text = to_string(s.qscheme);
   if (s.group_size > 0) text += " g" + std::to_string(s.group_size);
   if (is_per_channel(s.qscheme)) text += " axis " + std::to_string(s.axis);
+  if (!t.method.empty()) text += " (" + t.method + ")";
   return text;
 }
 
@@ -158,40 +159,50 @@ std::string format_report(const CheckpointReport& report) {
                                 [](const auto& t) { return t.input_ggml_type.has_value(); });
   if (gguf) return format_gguf_report(report);
   using Align = TextTable::Align;
-  TextTable table({{"tensor", Align::left},
-                   {"shape", Align::left},
-                   {"scheme", Align::left},
-                   {"dtype", Align::left},
-                   {"before"},
-                   {"after"},
-                   {"MSE"},
-                   {"SQNR dB"},
-                   {"max |err|"},
-                   {"saturated"},
-                   {"non-finite"}});
+  const bool with_proxy = std::any_of(report.tensors.begin(), report.tensors.end(),
+                                      [](const TensorReport& t) { return t.output_error_proxy; });
+  std::vector<TextTable::Column> columns{{"tensor", Align::left},
+                                         {"shape", Align::left},
+                                         {"scheme", Align::left},
+                                         {"dtype", Align::left},
+                                         {"before"},
+                                         {"after"},
+                                         {"MSE"},
+                                         {"SQNR dB"},
+                                         {"max |err|"},
+                                         {"saturated"},
+                                         {"non-finite"}};
+  if (with_proxy) columns.insert(columns.begin() + 7, {"tr(dW H dW^T)"});
+  TextTable table(columns);
+  const auto add = [&](std::vector<std::string> cells, const std::string& proxy) {
+    if (with_proxy) cells.insert(cells.begin() + 7, proxy);
+    table.add_row(std::move(cells));
+  };
   for (const TensorReport& t : report.tensors) {
     const std::string dtype(to_safetensors_name(t.dtype));
     const std::string before = format_bytes(t.bytes_before);
     const std::string after = format_bytes(t.bytes_after);
     const std::string nonfinite = std::to_string(t.metrics.nonfinite_count);
     if (!t.settings) {
-      table.add_row({t.name, to_string(t.shape), scheme_text(t), dtype, before, after, "", "", "",
-                     "", is_floating_point(t.dtype) ? nonfinite : ""});
+      add({t.name, to_string(t.shape), scheme_text(t), dtype, before, after, "", "", "", "",
+           is_floating_point(t.dtype) ? nonfinite : ""},
+          "");
       continue;
     }
     const ErrorMetrics& m = t.metrics;
-    table.add_row({t.name, to_string(t.shape), scheme_text(t),
-                   dtype + " -> " + t.settings->qdtype.name(), before, after,
-                   printf_text("%.3e", m.mse), sqnr_text(m.sqnr_db),
-                   printf_text("%.3e", m.max_abs_error),
-                   printf_text("%.2f%%", 100 * m.fraction_saturated), nonfinite});
+    add({t.name, to_string(t.shape), scheme_text(t), dtype + " -> " + t.settings->qdtype.name(),
+         before, after, printf_text("%.3e", m.mse), sqnr_text(m.sqnr_db),
+         printf_text("%.3e", m.max_abs_error), printf_text("%.2f%%", 100 * m.fraction_saturated),
+         nonfinite},
+        t.output_error_proxy ? printf_text("%.3e", *t.output_error_proxy) : "");
   }
   table.add_rule();
-  table.add_row({"total", "",
-                 std::to_string(report.quantized_count()) + " of " +
-                     std::to_string(report.tensors.size()) + " tensors quantized",
-                 "", format_bytes(report.bytes_before()), format_bytes(report.bytes_after()), "",
-                 "", "", "", std::to_string(report.nonfinite_count())});
+  add({"total", "",
+       std::to_string(report.quantized_count()) + " of " + std::to_string(report.tensors.size()) +
+           " tensors quantized",
+       "", format_bytes(report.bytes_before()), format_bytes(report.bytes_after()), "", "", "", "",
+       std::to_string(report.nonfinite_count())},
+      "");
   return table.str() + format_totals(report);
 }
 
@@ -225,6 +236,8 @@ std::string report_to_json(const CheckpointReport& report) {
       item["max_abs_error"] = m.max_abs_error;
       item["cosine_similarity"] = m.cosine_similarity;
       item["fraction_saturated"] = m.fraction_saturated;
+      if (!t.method.empty()) item["method"] = t.method;
+      if (t.output_error_proxy) item["output_error_proxy"] = *t.output_error_proxy;
     }
     item["nonfinite_count"] = t.metrics.nonfinite_count;
     tensors.push_back(std::move(item));

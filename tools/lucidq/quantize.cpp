@@ -12,6 +12,7 @@
 #include "gguf_commands.hpp"
 #include "lucid/quantization/checkpoint.hpp"
 #include "lucid/quantization/error.hpp"
+#include "method_flags.hpp"
 #include "output_files.hpp"
 #include "plots.hpp"
 #include "print.hpp"
@@ -27,6 +28,7 @@ struct QuantizeArgs {
   std::string input;
   std::string output;
   std::shared_ptr<SettingsFlags> flags = std::make_shared<SettingsFlags>();
+  std::shared_ptr<MethodFlags> method = std::make_shared<MethodFlags>();
   std::vector<std::string> include;
   std::vector<std::string> exclude;
   std::string recipe;
@@ -91,6 +93,7 @@ void run_quantize(const QuantizeArgs& a) {
   options.recipe = recipe;
   options.overwrite = a.force;
   options.strict = a.strict;
+  a.method->apply(options);
   std::vector<std::string> plots;
   if (!a.plots.empty()) {
     std::vector<std::string> planned;
@@ -134,6 +137,9 @@ constexpr const char* footer =
     "report.json\n"
     "  lucidq quantize model.safetensors -o q.safetensors --recipe recipe.json --dry-run\n"
     "      show which rule each tensor takes, write nothing\n"
+    "  lucidq quantize model.safetensors -o q.safetensors --dtype quint4 --scheme "
+    "per_channel_affine --group-size 128 --method gptq --calibration stats.safetensors\n"
+    "      GPTQ from calibration statistics (docs/algorithms.md)\n"
     "\n"
     "GGUF (llama.cpp): when the input is GGUF, the output ends in .gguf or --type is given,\n"
     "the job is llama-quantize's: --type picks a preset, its per-tensor mixture decides each\n"
@@ -155,6 +161,7 @@ void add_quantize_command(CLI::App& app) {
   cmd->add_option("-o,--output", args->output, "The quantized checkpoint to write")
       ->type_name("OUT.safetensors");
   add_settings_flags(*cmd, args->flags);
+  add_method_flags(*cmd, args->method);
   cmd->add_option("--include", args->include,
                   "Quantize by default only tensors matching this pattern; repeatable")
       ->type_name("PATTERN");

@@ -108,6 +108,17 @@ struct CheckpointProgress {
 };
 using ProgressCallback = std::function<void(const CheckpointProgress&)>;
 
+/// What a custom tensor quantizer (QuantizeCheckpointOptions::quantizer) returns.
+struct TensorQuantization {
+  QuantizedTensor tensor;  ///< codes and QParams with the settings' scheme, dtype, axis, group
+  std::string method;      ///< reported as TensorReport::method
+  std::optional<double> output_error_proxy;  ///< reported as TensorReport::output_error_proxy
+};
+/// Chooses a tensor's codes in place of RTN: called with the tensor as float32 and its
+/// resolved settings; nullopt keeps RTN. Called on the job's thread.
+using TensorQuantizer = std::function<std::optional<TensorQuantization>(
+    std::string_view name, const TensorView& x, const QuantSettings& settings)>;
+
 /// Options of quantize_checkpoint.
 struct QuantizeCheckpointOptions {
   /// Which tensors to quantize, and how. Default: 2-D and larger floating-point tensors
@@ -126,6 +137,9 @@ struct QuantizeCheckpointOptions {
   std::function<void(std::string_view name, const TensorView& original,
                      const QuantizedTensor& quantized)>
       on_tensor;
+  /// Replaces RTN where it returns a tensor (weight algorithms: make_weight_quantizer in
+  /// checkpoint_algorithms.hpp). Its QParams must match the settings (else Error).
+  TensorQuantizer quantizer;
 };
 
 /// Quantizes the safetensors file `input` into `output` (format 1, docs/formats.md),

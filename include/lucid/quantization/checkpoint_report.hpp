@@ -34,6 +34,10 @@ struct TensorReport {
   /// Quantized: every figure of error_metrics(original, quantized). Kept floating-point
   /// tensors: count and nonfinite_count only. Other tensors: all zero.
   ErrorMetrics metrics;
+  /// The weight algorithm that chose the codes ("gptq", "hqq", ...); empty for plain RTN.
+  std::string method;
+  /// The output-error proxy tr(ΔW H ΔWᵀ) when calibration statistics were given.
+  std::optional<double> output_error_proxy;
 };
 
 /// The report quantize_checkpoint returns.

@@ -15,6 +15,8 @@ try:
 except ImportError as _error:
     raise ImportError(TORCH_MISSING) from _error
 
+from .algorithms import *  # noqa: E402,F401,F403
+from .calibration import *  # noqa: E402,F401,F403
 from .fake_quantize import *  # noqa: E402,F401,F403
 from .observer import *  # noqa: E402,F401,F403
 from .qconfig import *  # noqa: E402,F401,F403
