@@ -12,11 +12,12 @@ import copy
 import pytest
 
 torch = pytest.importorskip("torch", reason="the model workflow needs torch (python3-torch)")
-datasets = pytest.importorskip(
+pytest.importorskip(
     "sklearn.datasets", reason="the digits data set comes with scikit-learn (python3-sklearn)"
 )
-from sklearn.model_selection import train_test_split  # noqa: E402
 from torch import nn  # noqa: E402
+
+from digits import accuracy, load_split, report, train  # noqa: E402
 
 import lucidq.workflow as LW  # noqa: E402
 import lucidq.workflow.quantize as W  # noqa: E402
@@ -46,38 +47,9 @@ class DigitsCNN(nn.Module):
         return self.dequant(self.fc(x.flatten(1)))
 
 
-def train(model, data, epochs, lr, seed, freeze_bn_after=None):
-    x_train, y_train = data["train"]
-    generator = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    model.train()
-    for epoch in range(epochs):
-        if freeze_bn_after is not None and epoch == freeze_bn_after:
-            model.apply(LWQAT.freeze_bn_stats)
-        order = torch.randperm(len(x_train), generator=generator)
-        for start in range(0, len(x_train), 64):
-            batch = order[start:start + 64]
-            optimizer.zero_grad()
-            nn.functional.cross_entropy(model(x_train[batch]), y_train[batch]).backward()
-            optimizer.step()
-    return model
-
-
-def accuracy(model, data):
-    x_test, y_test = data["test"]
-    model.eval()
-    with torch.no_grad():
-        return 100.0 * float((model(x_test).argmax(1) == y_test).float().mean())
-
-
 @pytest.fixture(scope="module")
 def data():
-    x, y = datasets.load_digits(return_X_y=True)
-    x = (x / 16.0).astype("float32").reshape(-1, 1, 8, 8)
-    x_train, x_test, y_train, y_test = train_test_split(
-        x, y, test_size=0.3, random_state=0, stratify=y)
-    return {"train": (torch.from_numpy(x_train), torch.from_numpy(y_train)),
-            "test": (torch.from_numpy(x_test), torch.from_numpy(y_test))}
+    return load_split((1, 8, 8))
 
 
 @pytest.fixture(scope="module")
@@ -90,13 +62,6 @@ def trained(data):
     print(f"float CNN accuracy {score:.2f} %")
     assert score >= 95.0
     return model, score
-
-
-def report(scheme, score, float_score, limit):
-    drop = float_score - score
-    print(f"{scheme}: {score:.2f} % (float {float_score:.2f} %, drop {drop:.2f} points, "
-          f"limit {limit})")
-    return drop
 
 
 def test_ptq_int8(trained, data):
@@ -117,7 +82,8 @@ def test_qat_convbn_int8(trained, data):
     qat_model = W.fuse_modules_qat(copy.deepcopy(model).train(), FUSE)
     prepared = W.prepare_qat(qat_model, LW.get_default_qat_qconfig())
     assert isinstance(prepared.conv1, LWQAT.ConvBnReLU2d)
-    train(prepared, data, epochs=4, lr=5e-4, seed=1, freeze_bn_after=3)
+    train(prepared, data, epochs=4, lr=5e-4, seed=1,
+          on_epoch=lambda m, epoch: epoch == 3 and m.apply(LWQAT.freeze_bn_stats))
     assert prepared.conv1.freeze_bn and not prepared.conv1.bn.training
     quantized = W.convert(prepared.eval())
     assert isinstance(quantized.conv2, LWQ.ConvReLU2d)

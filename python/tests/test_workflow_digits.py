@@ -12,11 +12,12 @@ import copy
 import pytest
 
 torch = pytest.importorskip("torch", reason="the model workflow needs torch (python3-torch)")
-datasets = pytest.importorskip(
+pytest.importorskip(
     "sklearn.datasets", reason="the digits data set comes with scikit-learn (python3-sklearn)"
 )
-from sklearn.model_selection import train_test_split  # noqa: E402
 from torch import nn  # noqa: E402
+
+from digits import accuracy, load_split, report, train  # noqa: E402
 
 import lucidq as Q  # noqa: E402
 import lucidq.workflow as LW  # noqa: E402
@@ -41,36 +42,9 @@ class DigitsMLP(nn.Module):
         return self.dequant(self.fc3(self.relu2(self.fc2(self.relu1(self.fc1(self.quant(x)))))))
 
 
-def train(model, data, epochs, lr, seed):
-    x_train, y_train = data["train"]
-    generator = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    model.train()
-    for _ in range(epochs):
-        order = torch.randperm(len(x_train), generator=generator)
-        for start in range(0, len(x_train), 64):
-            batch = order[start:start + 64]
-            optimizer.zero_grad()
-            nn.functional.cross_entropy(model(x_train[batch]), y_train[batch]).backward()
-            optimizer.step()
-    return model
-
-
-def accuracy(model, data):
-    x_test, y_test = data["test"]
-    model.eval()
-    with torch.no_grad():
-        return 100.0 * float((model(x_test).argmax(1) == y_test).float().mean())
-
-
 @pytest.fixture(scope="module")
 def data():
-    x, y = datasets.load_digits(return_X_y=True)
-    x = (x / 16.0).astype("float32")
-    x_train, x_test, y_train, y_test = train_test_split(
-        x, y, test_size=0.3, random_state=0, stratify=y)
-    return {"train": (torch.from_numpy(x_train), torch.from_numpy(y_train)),
-            "test": (torch.from_numpy(x_test), torch.from_numpy(y_test))}
+    return load_split()
 
 
 @pytest.fixture(scope="module")
@@ -83,13 +57,6 @@ def trained(data):
     print(f"float accuracy {score:.2f} %")
     assert score >= 95.0
     return model, score
-
-
-def report(scheme, score, float_score, limit):
-    drop = float_score - score
-    print(f"{scheme}: {score:.2f} % (float {float_score:.2f} %, drop {drop:.2f} points, "
-          f"limit {limit})")
-    return drop
 
 
 def ptq(model, qconfig, data):

@@ -3,11 +3,11 @@
 #include <cstring>
 #include <set>
 
-#include "support/atomic_file.hpp"
 #include "io/gguf_format.hpp"
 #include "io/safetensors_format.hpp"
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/gguf.hpp"
+#include "support/atomic_file.hpp"
 
 static_assert(std::endian::native == std::endian::little, "GGUF writing assumes little-endian");
 

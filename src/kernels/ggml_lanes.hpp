@@ -256,9 +256,9 @@ void lanes_q3(const float (&x)[N][W], int nmax, std::int32_t (&L)[N][W], float (
         const float fl = static_cast<float>(new_l);
         const float slx = slx0 + wi * x[i][k] * fl;
         const float sl2 = sl20 + wi * fl * fl;
-        const std::int32_t accept = -static_cast<std::int32_t>(
-            (slx0 > 0) & (new_l != L[i][k]) & (sl2 > 0) &
-            (slx * slx * suml2[k] > sumlx[k] * sumlx[k] * sl2));
+        const std::int32_t accept =
+            -static_cast<std::int32_t>((slx0 > 0) & (new_l != L[i][k]) & (sl2 > 0) &
+                                       (slx * slx * suml2[k] > sumlx[k] * sumlx[k] * sl2));
         L[i][k] = (new_l & accept) | (L[i][k] & ~accept);
         sumlx[k] = accept != 0 ? slx : sumlx[k];
         suml2[k] = accept != 0 ? sl2 : suml2[k];

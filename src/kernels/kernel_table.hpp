@@ -11,9 +11,9 @@
 #include <cstdint>
 
 #include "kernels/conv_depthwise.hpp"
-#include "kernels/ggml_blocks.hpp"
 #include "kernels/error_sums.hpp"
 #include "kernels/gemm_int8.hpp"
+#include "kernels/ggml_blocks.hpp"
 #include "kernels/histogram.hpp"
 #include "kernels/weight_only.hpp"
 #include "lucid/quantization/runtime.hpp"
