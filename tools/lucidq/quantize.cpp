@@ -144,7 +144,7 @@ constexpr const char* footer =
     "GGUF (llama.cpp): when the input is GGUF, the output ends in .gguf or --type is given,\n"
     "the job is llama-quantize's: --type picks a preset, its per-tensor mixture decides each\n"
     "tensor (after --exclude and recipe rules naming \"ggml_type\"), and the blocks are ggml's\n"
-    "bytes. The report adds bits per weight. docs/formats.md has the mixture table.\n"
+    "bytes. The report adds bits per weight. docs/gguf.md has the mixture table.\n"
     "  lucidq quantize model-f16.gguf -o model-Q4_K_M.gguf --type Q4_K_M --imatrix imatrix.gguf\n"
     "  lucidq quantize model.safetensors -o model.gguf --type Q8_0";
 
@@ -153,13 +153,14 @@ constexpr const char* footer =
 void add_quantize_command(CLI::App& app) {
   auto args = std::make_shared<QuantizeArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "quantize", "Quantize a safetensors checkpoint (one tensor at a time) and report the error");
+      "quantize",
+      "Quantize a safetensors or GGUF checkpoint (one tensor at a time) and report the error");
   cmd->footer(footer);
-  cmd->add_option("input", args->input, "The safetensors file to quantize")
+  cmd->add_option("input", args->input, "The safetensors or GGUF file to quantize")
       ->required()
-      ->type_name("IN.safetensors");
+      ->type_name("IN.safetensors|IN.gguf");
   cmd->add_option("-o,--output", args->output, "The quantized checkpoint to write")
-      ->type_name("OUT.safetensors");
+      ->type_name("OUT.safetensors|OUT.gguf");
   add_settings_flags(*cmd, args->flags);
   add_method_flags(*cmd, args->method);
   cmd->add_option("--include", args->include,
