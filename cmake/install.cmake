@@ -7,7 +7,7 @@ install(TARGETS lucidq EXPORT lucidqTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-# plot.hpp belongs to lucidq_report (Cairo), which is not installed: its header stays out too.
+# plot.hpp belongs to lucidq_plot (Cairo), which is not installed: its header stays out too.
 install(DIRECTORY include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} PATTERN "plot.hpp" EXCLUDE)
 install(DIRECTORY ${PROJECT_BINARY_DIR}/generated/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT lucidqTargets NAMESPACE lucidq:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/lucidq)

@@ -1,4 +1,4 @@
-// Tests for plot.hpp (lucidq::report): files written, formats, safety, shapes, slices, internals.
+// Tests for plot.hpp (lucidq::plot): files written, formats, safety, shapes, slices, internals.
 #include <cairo.h>
 #include <fontconfig/fontconfig.h>
 #include <gtest/gtest.h>
@@ -15,13 +15,13 @@
 
 #include "lucid/quantization.hpp"
 #include "lucid/quantization/plot.hpp"
-#include "report/bars.hpp"
-#include "report/colormap.hpp"
-#include "report/draw.hpp"
-#include "report/figure.hpp"
-#include "report/grid.hpp"
-#include "report/heatmap.hpp"
-#include "report/histogram.hpp"
+#include "plot/bars.hpp"
+#include "plot/colormap.hpp"
+#include "plot/draw.hpp"
+#include "plot/figure.hpp"
+#include "plot/grid.hpp"
+#include "plot/heatmap.hpp"
+#include "plot/histogram.hpp"
 #include "test_support.hpp"
 
 namespace Q = lucid::quantization;

@@ -1,4 +1,4 @@
-// Plots of a quantization as PNG or SVG files (library lucidq::report, drawn with Cairo).
+// Plots of a quantization as PNG or SVG files (library lucidq::plot, drawn with Cairo).
 #pragma once
 
 #include <cstdint>

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "report/colormap.hpp"
-#include "report/grid.hpp"
+#include "plot/colormap.hpp"
+#include "plot/grid.hpp"
 
 namespace lucid::quantization::report {
 

@@ -1,5 +1,5 @@
 // Internal: heatmap panels: layout, cells, value labels, index axes and colour bars.
-#include "report/heatmap.hpp"
+#include "plot/heatmap.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -9,10 +9,10 @@
 #include "lucid/quantization/metrics.hpp"
 #include "lucid/quantization/plot.hpp"
 #include "lucid/quantization/quantize.hpp"
-#include "report/axes.hpp"
-#include "report/bars.hpp"
-#include "report/figure.hpp"
-#include "report/histogram.hpp"
+#include "plot/axes.hpp"
+#include "plot/bars.hpp"
+#include "plot/figure.hpp"
+#include "plot/histogram.hpp"
 #include "support/param_layout.hpp"
 
 namespace lucid::quantization {

@@ -1,7 +1,7 @@
 // plan_quantization: which tensors of a safetensors file a recipe quantizes, and how.
 #include <set>
 
-#include "io/checkpoint_format.hpp"
+#include "checkpoint/checkpoint_format.hpp"
 #include "io/safetensors_format.hpp"
 #include "lucid/quantization/checkpoint.hpp"
 #include "lucid/quantization/error.hpp"

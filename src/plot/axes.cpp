@@ -1,5 +1,5 @@
 // Internal: chart frames: titles, gridlines, x / y ticks and labels, linear or log y.
-#include "report/axes.hpp"
+#include "plot/axes.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 // lucidq checkpoint format 1: stored-tensor layout, metadata encoding, reading and checking.
-#include "io/checkpoint_format.hpp"
+#include "checkpoint/checkpoint_format.hpp"
 
 #include <algorithm>
 #include <cstring>

@@ -1,11 +1,11 @@
 // Internal: per-channel bar charts, with min / max bars when channels outnumber pixels.
-#include "report/bars.hpp"
+#include "plot/bars.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-#include "report/axes.hpp"
-#include "report/draw.hpp"
+#include "plot/axes.hpp"
+#include "plot/draw.hpp"
 
 namespace lucid::quantization::report {
 

@@ -1,5 +1,5 @@
 // Internal: drawing primitives for the figures: text, lines, number labels and axis ticks.
-#include "report/draw.hpp"
+#include "plot/draw.hpp"
 
 #include <algorithm>
 #include <cmath>

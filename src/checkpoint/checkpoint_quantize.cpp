@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/streaming_metrics.hpp"
-#include "io/checkpoint_format.hpp"
+#include "checkpoint/checkpoint_format.hpp"
 #include "io/safetensors_format.hpp"
 #include "lucid/quantization/checkpoint.hpp"
 #include "lucid/quantization/error.hpp"

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "report/draw.hpp"
+#include "plot/draw.hpp"
 
 namespace lucid::quantization::report {
 

@@ -1,5 +1,5 @@
 // Internal: Cairo surfaces for figures and their atomic output as PNG or SVG files.
-#include "report/figure.hpp"
+#include "plot/figure.hpp"
 
 #include <cairo-svg.h>
 

@@ -10,8 +10,8 @@
 #include "lucid/quantization/metrics.hpp"
 #include "lucid/quantization/plot.hpp"
 #include "lucid/quantization/quantize.hpp"
-#include "report/figure.hpp"
-#include "report/heatmap.hpp"
+#include "plot/figure.hpp"
+#include "plot/heatmap.hpp"
 
 namespace lucid::quantization {
 namespace {

@@ -1,5 +1,5 @@
 // Internal: the 2-D view of a tensor, slices of it (parse_slice) and cell ranges.
-#include "report/grid.hpp"
+#include "plot/grid.hpp"
 
 #include <charconv>
 #include <string>

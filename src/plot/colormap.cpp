@@ -1,5 +1,5 @@
 // Internal: colour maps (viridis-like sequential, RdBu diverging) and value-to-colour scales.
-#include "report/colormap.hpp"
+#include "plot/colormap.hpp"
 
 #include <algorithm>
 #include <array>

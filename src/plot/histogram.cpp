@@ -1,12 +1,12 @@
 // Internal: the histogram panel: value counts, the clipping range and the quantization grid.
-#include "report/histogram.hpp"
+#include "plot/histogram.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "report/axes.hpp"
-#include "report/draw.hpp"
+#include "plot/axes.hpp"
+#include "plot/draw.hpp"
 
 namespace lucid::quantization::report {
 namespace {

@@ -1,7 +1,7 @@
 // Internal: colour maps (sequential viridis-like, diverging blue-white-red) and value scales.
 #pragma once
 
-#include "report/draw.hpp"
+#include "plot/draw.hpp"
 
 namespace lucid::quantization::report {
 
