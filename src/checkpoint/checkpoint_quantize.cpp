@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/streaming_metrics.hpp"
 #include "checkpoint/checkpoint_format.hpp"
+#include "core/streaming_metrics.hpp"
 #include "io/safetensors_format.hpp"
 #include "lucid/quantization/checkpoint.hpp"
 #include "lucid/quantization/error.hpp"
