@@ -12,6 +12,7 @@
 #include "kernels/ggml_kquant_finish.hpp"
 #include "kernels/ggml_kquant_finish_blocks.hpp"
 #include "kernels/ggml_lanes.hpp"
+#include "kernels/kernel_table.hpp"
 
 namespace lucid::quantization::kernels {
 namespace {  // NOLINT(google-build-namespaces): one copy per tier
@@ -309,6 +310,22 @@ void lanes_row_iq4_nl(const float* x, void* blocks, std::int64_t n, const float*
     for (int k = 0; k < W && s0 + k < count; ++k)
       finish_iq4_nl(d[k], codes + N * k, y[s0 + k]);
   }
+}
+
+/// Puts the lane-search quantizers (K-quants and IQ4_NL) at W lanes into `table`: the entries
+/// every ISA tier shares; each tier adds its own Q8_0 / Q4_x / Q5_x / F16 / BF16 kernels.
+/// Q3_K's coordinate descent is one long dependency chain per lane: it gets twice the lanes.
+template <int W>
+void fill_ggml_lane_quantizers(KernelTable& table) {
+  const auto set = [&](GgmlKernel kernel, GgmlQuantizeRowFn fn) {
+    table.ggml_quantize[static_cast<int>(kernel)] = fn;
+  };
+  set(GgmlKernel::q2_k, lanes_row_q2_k<W>);
+  set(GgmlKernel::q3_k, lanes_row_q3_k<2 * W>);
+  set(GgmlKernel::q4_k, lanes_row_k4<W, 15, BlockQ4_K>);
+  set(GgmlKernel::q5_k, lanes_row_k4<W, 31, BlockQ5_K>);
+  set(GgmlKernel::q6_k, lanes_row_q6_k<W>);
+  set(GgmlKernel::iq4_nl, lanes_row_iq4_nl<W>);
 }
 
 }  // namespace

@@ -198,29 +198,10 @@ void dequantize_bf16(const void* blocks, float* y, std::int64_t n) {
   reference::dequantize_bf16(x + k, y + k, n - k);
 }
 
-void quantize_row_q2_k(const float* x, void* blocks, std::int64_t n, const float* imatrix) {
-  lanes_row_q2_k<search_lanes>(x, blocks, n, imatrix);
-}
-void quantize_row_q3_k(const float* x, void* blocks, std::int64_t n, const float* imatrix) {
-  // Q3_K's coordinate descent is one long dependency chain per lane: twice the lanes in flight.
-  lanes_row_q3_k<2 * search_lanes>(x, blocks, n, imatrix);
-}
-void quantize_row_q4_k(const float* x, void* blocks, std::int64_t n, const float* imatrix) {
-  lanes_row_k4<search_lanes, 15, BlockQ4_K>(x, blocks, n, imatrix);
-}
-void quantize_row_q5_k(const float* x, void* blocks, std::int64_t n, const float* imatrix) {
-  lanes_row_k4<search_lanes, 31, BlockQ5_K>(x, blocks, n, imatrix);
-}
-void quantize_row_q6_k(const float* x, void* blocks, std::int64_t n, const float* imatrix) {
-  lanes_row_q6_k<search_lanes>(x, blocks, n, imatrix);
-}
-void quantize_row_iq4_nl(const float* x, void* blocks, std::int64_t n, const float* imatrix) {
-  lanes_row_iq4_nl<search_lanes>(x, blocks, n, imatrix);
-}
-
 }  // namespace
 
 void fill_ggml_kernels(KernelTable& table) {
+  fill_ggml_lane_quantizers<search_lanes>(table);
   const auto set_quantize = [&](GgmlKernel kernel, GgmlQuantizeRowFn fn) {
     table.ggml_quantize[static_cast<int>(kernel)] = fn;
   };
@@ -232,12 +213,6 @@ void fill_ggml_kernels(KernelTable& table) {
   set_quantize(GgmlKernel::q4_1, quantize_row_q4_1);
   set_quantize(GgmlKernel::q5_0, quantize_row_q5_0);
   set_quantize(GgmlKernel::q5_1, quantize_row_q5_1);
-  set_quantize(GgmlKernel::q2_k, quantize_row_q2_k);
-  set_quantize(GgmlKernel::q3_k, quantize_row_q3_k);
-  set_quantize(GgmlKernel::q4_k, quantize_row_q4_k);
-  set_quantize(GgmlKernel::q5_k, quantize_row_q5_k);
-  set_quantize(GgmlKernel::q6_k, quantize_row_q6_k);
-  set_quantize(GgmlKernel::iq4_nl, quantize_row_iq4_nl);
   set_quantize(GgmlKernel::f16, quantize_row_f16);
   set_quantize(GgmlKernel::bf16, quantize_row_bf16);
   set_decode(GgmlKernel::q8_0, dequantize_q8_0);
