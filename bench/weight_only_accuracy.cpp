@@ -109,22 +109,27 @@ void print_rows(const char* dist, const std::vector<Row>& rows) {
 // The lucidq formats measured (name, format).
 std::vector<std::pair<std::string, Q::WeightOnlyFormat>> lucidq_formats() {
   std::vector<std::pair<std::string, Q::WeightOnlyFormat>> out;
-  const auto add = [&](int bits, std::int64_t group, bool symmetric, Q::ScaleType scales) {
+  const auto add = [&](int bits, std::int64_t group, bool symmetric, Q::ScaleType scales,
+                       Q::WeightOnlyGrid grid) {
     Q::WeightOnlyFormat f;
     f.bits = bits;
     f.group_size = group;
     f.symmetric = symmetric;
     f.scale_type = scales;
+    f.grid = grid;
     out.emplace_back("lucidq " + f.describe(), f);
   };
-  add(4, 32, true, Q::ScaleType::bf16);
-  add(4, 32, true, Q::ScaleType::f32);
-  add(4, 128, true, Q::ScaleType::bf16);
-  add(4, 128, true, Q::ScaleType::f32);
-  add(4, 32, false, Q::ScaleType::bf16);
-  add(8, 32, true, Q::ScaleType::bf16);
-  add(8, 32, true, Q::ScaleType::f32);
-  add(8, 0, true, Q::ScaleType::f32);
+  using G = Q::WeightOnlyGrid;
+  using S = Q::ScaleType;
+  for (const G grid : {G::min_max, G::search}) {
+    add(4, 32, true, S::f16, grid);  // 4.5 bits: Q4_0 / Q4_K's
+    add(4, 32, true, S::bf16, grid);
+    add(4, 64, false, S::f16, grid);   // 4.375
+    add(4, 32, false, S::f16, grid);   // 4.75
+    add(4, 128, true, S::bf16, grid);  // 4.125
+    add(8, 32, true, S::f16, grid);    // 8.5: Q8_0's
+    add(8, 0, true, S::f32, grid);
+  }
   return out;
 }
 

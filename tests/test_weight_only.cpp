@@ -25,12 +25,14 @@ using Q::testing::rounding_bound;
 namespace {
 
 Q::WeightOnlyFormat fmt(int bits, std::int64_t group, bool symmetric,
-                        Q::ScaleType scales = Q::ScaleType::f32) {
+                        Q::ScaleType scales = Q::ScaleType::f32,
+                        Q::WeightOnlyGrid grid = Q::WeightOnlyGrid::search) {
   Q::WeightOnlyFormat f;
   f.bits = bits;
   f.group_size = group;
   f.symmetric = symmetric;
   f.scale_type = scales;
+  f.grid = grid;
   return f;
 }
 
@@ -51,8 +53,12 @@ TEST(WeightOnlyFormat, RejectsBadFields) {
   EXPECT_EQ(fmt(8, 0, false, Q::ScaleType::bf16).describe(), "int8 per-channel affine bf16-scales");
 }
 
-// Codes and scales equal the core's quantize_per_group / per-channel quantize exactly.
+// On the min_max grid, codes and scales equal the core's quantize_per_group / per-channel
+// quantize exactly.
 TEST(WeightOnlyPacking, MatchesCoreQuantization) {
+  const auto fmt = [](int bits, std::int64_t g, bool sym) {
+    return ::fmt(bits, g, sym, Q::ScaleType::f32, Q::WeightOnlyGrid::min_max);
+  };
   std::mt19937_64 rng(Q::testing::test_seed());
   for (const std::int64_t k : {std::int64_t{64}, std::int64_t{200}, std::int64_t{37}}) {
     const std::int64_t n = 19;
@@ -77,7 +83,9 @@ TEST(WeightOnlyPacking, MatchesCoreQuantization) {
           EXPECT_EQ(back.int_repr(), core.int_repr());
           EXPECT_EQ(back.qparams().group_size, core.qparams().group_size);
           const auto again = Q::PackedWeightsLowBit::from_quantized(core);
-          EXPECT_EQ(again.format(), packed.format());
+          Q::WeightOnlyFormat expected = packed.format();
+          expected.grid = Q::WeightOnlyGrid::search;  // what from_quantized reports
+          EXPECT_EQ(again.format(), expected);
           EXPECT_EQ(again.codes(), packed.codes());
           EXPECT_EQ(again.packed_bytes(), packed.packed_bytes());
           const Q::Tensor deq = Q::dequantize(core);

@@ -355,15 +355,18 @@ TEST_F(WeightOnlyTiers, Int8PathExtremeCodesAndActivations) {
         weights.push_back(Q::PackedWeightsLowBit::from_quantized(
             Q::QuantizedTensor({n, k}, qp, Q::pack_codes(q, qd))));
         ASSERT_EQ(weights.back().codes(), q);
-        for (const Q::ScaleType st : {Q::ScaleType::f32, Q::ScaleType::bf16}) {
-          weights.push_back(
-              Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, fmt(bits, g, sym, st)));
+        // The min_max grid with f32 and bf16 scales, the search grid with f16 ones.
+        for (const Q::ScaleType st : {Q::ScaleType::f32, Q::ScaleType::bf16, Q::ScaleType::f16}) {
+          Q::WeightOnlyFormat f = fmt(bits, g, sym, st);
+          f.grid = st == Q::ScaleType::f16 ? Q::WeightOnlyGrid::search : Q::WeightOnlyGrid::min_max;
+          weights.push_back(Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, f));
+          if (f.grid == Q::WeightOnlyGrid::search) continue;  // it may clip ±a (least squares)
           // quantize() puts ±a at the ends of the grid or one step inside (the symmetric grids'
-          // tie at −7.5 / −127.5 rounds either way; a bf16 scale may round up).
+          // tie at −7.5 / −127.5 rounds either way; a 16-bit scale may round up).
           const std::vector<std::int32_t> got = weights.back().codes();
-          const auto grid = weights.back().to_quantized().qdtype();
-          ASSERT_GE(got[0], grid.quant_max() - 1);
-          ASSERT_LE(got[static_cast<std::size_t>(k)], grid.quant_min() + 1);
+          const Q::QDtype range = Q::QDtype::full_range(bits, sym);
+          ASSERT_GE(got[0], range.quant_max() - 1) << f.describe();
+          ASSERT_LE(got[static_cast<std::size_t>(k)], range.quant_min() + 1) << f.describe();
         }
         // Rows of x (codes): all 255 (zero point 0); all 0 (zero point 255); 255 but one 0 (zero
         // point 128); 255 / 0 alternating; Gaussian; 255 but one 0 (zero point 3).

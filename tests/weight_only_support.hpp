@@ -70,7 +70,8 @@ inline double rounding_bound(const std::vector<float>& x, std::int64_t row, cons
   double magnitude = 0.0;
   for (std::int64_t t = 0; t < w.k; ++t) {
     const std::size_t g = w.group_index(col, t);
-    magnitude += std::fabs(double(x[static_cast<std::size_t>(row * w.k + t)])) * double(w.s[g]) *
+    magnitude += std::fabs(double(x[static_cast<std::size_t>(row * w.k + t)])) *
+                 std::fabs(double(w.s[g])) *
                  (std::abs(w.q[static_cast<std::size_t>(col * w.k + t)]) + std::abs(w.z[g]));
   }
   return (longest + double(w.groups) + 6.0) * u * magnitude + u * std::fabs(y_exact);

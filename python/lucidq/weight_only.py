@@ -75,12 +75,15 @@ class WeightOnlyLinear:
         symmetric=True,
         scale_type="f32",
         activations="auto",
+        grid="search",
     ):
         """Quantizes float weights [out_features, in_features] group-wise.
 
         bits: 4 or 8; group_size: 32, 64, 128, 256, or None / 0 for per-channel;
         symmetric: signed grid, zero point 0 (else affine, unsigned grid);
-        scale_type: "f32" or "bf16"; activations: "float32" (float FMAs, weight
+        scale_type: "f32", "bf16" or "f16"; grid: "search" (the error-minimizing
+        grid over every level, the default) or "min_max" (the core's min/max
+        qparams); activations: "float32" (float FMAs, weight
         error only), "int8" (each row of x quantized dynamically to uint8 and
         multiplied exactly in int32: faster, adds the activation
         quantization error) or "auto" (int8 when the CPU has a fast kernel for
@@ -88,7 +91,12 @@ class WeightOnlyLinear:
         number of rows).
         """
         packed = PackedWeightsLowBit.quantize(
-            weight, bits=bits, group_size=group_size, symmetric=symmetric, scale_type=scale_type
+            weight,
+            bits=bits,
+            group_size=group_size,
+            symmetric=symmetric,
+            scale_type=scale_type,
+            grid=grid,
         )
         return cls(packed, bias, activations)
 
@@ -129,7 +137,7 @@ class WeightOnlyLinear:
 
     @property
     def format(self):
-        """{"bits", "group_size", "symmetric", "scale_type"} (group_size 0 = per-channel)."""
+        """{"bits", "group_size", "symmetric", "scale_type", "grid"} (group_size 0 = per-channel)."""
         return self._weight.format
 
     def to_quantized(self):

@@ -103,8 +103,8 @@ struct StagedRows {
 // Quantizes m float rows (K of them, row r at xs + r · stride) as quantize() does, in parallel
 // over rows. Returns false, staging nothing, when a row is not finite and `fallback` is set;
 // throws naming the first non-finite element otherwise.
-bool stage_rows(const float* xs, std::int64_t stride, std::int64_t m,
-                const weight_only::PackedView& v, bool fallback, StagedRows& out) {
+bool stage_rows(const kernels::KernelTable& kt, const float* xs, std::int64_t stride,
+                std::int64_t m, const weight_only::PackedView& v, bool fallback, StagedRows& out) {
   // Codes exactly as quantize() writes them (zero padding beyond K), then each int4 block of 8
   // interleaved in place into the kernels' order.
   out.stride = (v.k_padded + 63) / 64 * 64;
@@ -117,7 +117,7 @@ bool stage_rows(const float* xs, std::int64_t stride, std::int64_t m,
                                      .qdtype = quint8,
                                      .codes = out.xq.data(),
                                      .code_stride = out.stride};
-  if (!detail::quantize_rows(kernels::active(), rows,
+  if (!detail::quantize_rows(kt, rows,
                              {"weight_only_gemm: x", "int8_dynamic activations must be finite"},
                              fallback, out.scales, out.zero_points))
     return false;
@@ -146,11 +146,11 @@ bool stage_rows(const float* xs, std::int64_t stride, std::int64_t m,
 
 // The int8-activation path on float rows (K of them, row r at xs + r · stride). Returns false,
 // writing nothing, when a row is not finite and `fallback` is set; throws otherwise.
-bool run_int8(const float* xs, std::int64_t stride, std::int64_t m,
+bool run_int8(const kernels::KernelTable& kt, const float* xs, std::int64_t stride, std::int64_t m,
               const weight_only::PackedView& v, const float* bias, float* y,
               std::int64_t y_row_stride, bool fallback) {
   StagedRows staged;
-  if (!stage_rows(xs, stride, m, v, fallback, staged)) return false;
+  if (!stage_rows(kt, xs, stride, m, v, fallback, staged)) return false;
   weight_only::Int8Args args;
   args.w = v;
   args.xq = staged.xq.data();
@@ -163,7 +163,7 @@ bool run_int8(const float* xs, std::int64_t stride, std::int64_t m,
   args.bias = bias;
   args.y = y;
   args.y_stride = y_row_stride;
-  const weight_only::Int8Kernel choice = weight_only::int8_kernel(kernels::active(), m, v.bits);
+  const weight_only::Int8Kernel choice = weight_only::int8_kernel(kt, m, v.bits);
   const std::int64_t work = v.n * v.k * std::max<std::int64_t>(1, m / 8);
   const int pieces = static_cast<int>(
       std::min<std::int64_t>(kernels::threads_for(work, min_weights_per_thread), v.panels));
@@ -192,14 +192,25 @@ std::string to_string(WeightOnlyActivations activations) {
   }
 }
 
-WeightOnlyActivations resolve_activations(const WeightOnlyOptions& options, std::int64_t m,
-                                          const PackedWeightsLowBit& w) {
+namespace {
+
+// resolve_activations on the call's kernel table (deliberately not a function of M: rows are
+// batch-invariant).
+WeightOnlyActivations resolve_with(const kernels::KernelTable& kt, const WeightOnlyOptions& options,
+                                   const weight_only::PackedView& v) {
   if (options.activations != WeightOnlyActivations::automatic) return options.activations;
-  const bool fits = w.layout().view.group_length <= int8_max_group;
-  (void)m;  // deliberately not a function of M: rows are batch-invariant
-  return (fits && weight_only::int8_kernel_is_fast(kernels::active(), w.layout().view.bits))
+  const bool fits = v.group_length <= int8_max_group;
+  return (fits && weight_only::int8_kernel_is_fast(kt, v.bits))
              ? WeightOnlyActivations::int8_dynamic
              : WeightOnlyActivations::float32;
+}
+
+}  // namespace
+
+WeightOnlyActivations resolve_activations(const WeightOnlyOptions& options, std::int64_t m,
+                                          const PackedWeightsLowBit& w) {
+  (void)m;
+  return resolve_with(kernels::active(), options, w.layout().view);
 }
 
 void weight_only_gemm(const void* x, ScalarType x_type, std::int64_t m, std::int64_t x_row_stride,
@@ -224,7 +235,8 @@ void weight_only_gemm(const void* x, ScalarType x_type, std::int64_t m, std::int
                 " (expected >= N = " + str(v.n) + ")");
   }
 
-  const WeightOnlyActivations path = resolve_activations(options, m, w);
+  const kernels::KernelTable& kt = kernels::active();  // once per call: every choice below
+  const WeightOnlyActivations path = resolve_with(kt, options, v);
   if (path == WeightOnlyActivations::int8_dynamic) {
     if (v.group_length > int8_max_group) {
       throw Error(std::string(fn) + "int8_dynamic activations need groups of at most " +
@@ -233,7 +245,7 @@ void weight_only_gemm(const void* x, ScalarType x_type, std::int64_t m, std::int
     }
     const bool fallback = options.activations == WeightOnlyActivations::automatic;
     if (x_type == ScalarType::float32) {  // quantized straight from the caller's rows
-      if (run_int8(static_cast<const float*>(x), x_row_stride, m, v, bias, y, y_row_stride,
+      if (run_int8(kt, static_cast<const float*>(x), x_row_stride, m, v, bias, y, y_row_stride,
                    fallback))
         return;
     } else {
@@ -242,7 +254,7 @@ void weight_only_gemm(const void* x, ScalarType x_type, std::int64_t m, std::int
         detail::widen_to_float32(static_cast<const std::uint16_t*>(x) + r * x_row_stride, x_type,
                                  v.k, wide.data() + r * v.k);
       }
-      if (run_int8(wide.data(), v.k, m, v, bias, y, y_row_stride, fallback)) return;
+      if (run_int8(kt, wide.data(), v.k, m, v, bias, y, y_row_stride, fallback)) return;
     }
   }
 
@@ -279,7 +291,7 @@ void weight_only_gemm(const void* x, ScalarType x_type, std::int64_t m, std::int
   args.y = y;
   args.y_stride = y_row_stride;
 
-  const weight_only::PanelsKernel kernel = kernels::active().weight_only_f32;
+  const weight_only::PanelsKernel kernel = kt.weight_only_f32;
   const std::int64_t work = v.n * v.k * std::max<std::int64_t>(1, m / 8);
   const int pieces = static_cast<int>(
       std::min<std::int64_t>(kernels::threads_for(work, min_weights_per_thread), v.panels));

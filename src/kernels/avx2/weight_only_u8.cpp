@@ -30,6 +30,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "kernels/avx2/weight_only_scales.hpp"
 #include "kernels/weight_only.hpp"
 
 namespace lucid::quantization::weight_only {
@@ -51,15 +52,6 @@ inline __m256i broadcast4(const std::uint8_t* p) {
   return _mm256_set1_epi32(v);
 }
 
-// The 8 scales of half h of a record's meta block.
-inline __m256 half_scales(const PackedView& v, const std::uint8_t* meta, int h) {
-  if (v.bf16_scales) {
-    const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(meta + 16 * h));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
-  }
-  return _mm256_loadu_ps(reinterpret_cast<const float*>(meta) + 8 * h);
-}
-
 // An int4 block (8 k × 16 channels, a dword of 8 nibbles per channel) as unsigned operands:
 // low0 / high0 the low / high nibbles of channels 0-7, low1 / high1 those of channels 8-15.
 template <bool Symmetric>
@@ -69,9 +61,9 @@ struct Int4Block {
     const __m256i nibble = _mm256_set1_epi8(0x0f);
     const __m256i flip = _mm256_set1_epi8(Symmetric ? static_cast<char>(0x88) : 0);
     const __m256i q0 =
-        _mm256_xor_si256(_mm256_load_si256(reinterpret_cast<const __m256i*>(block)), flip);
+        _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block)), flip);
     const __m256i q1 =
-        _mm256_xor_si256(_mm256_load_si256(reinterpret_cast<const __m256i*>(block + 32)), flip);
+        _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 32)), flip);
     low0 = _mm256_and_si256(q0, nibble);
     high0 = _mm256_and_si256(_mm256_srli_epi16(q0, 4), nibble);
     low1 = _mm256_and_si256(q1, nibble);
@@ -108,7 +100,7 @@ struct Int8Block {
   __m256i w02_0, w13_0, w02_1, w13_1;
   explicit Int8Block(const std::uint8_t* block) {
     const auto row = [block](int t) {
-      return _mm_load_si128(reinterpret_cast<const __m128i*>(block + 16 * t));
+      return _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 16 * t));
     };
     const __m128i k0 = row(0), k1 = row(1), k2 = row(2), k3 = row(3);
     w02_0 = widen<Symmetric>(_mm_unpacklo_epi8(k0, k2));
@@ -180,7 +172,7 @@ void rows_of_panel(const Int8Args& a, std::int64_t panel, std::int64_t row0) {
     // The group's flush: acc = fma(s, float(dot), acc); affine: acc = fnmadd(fl(s · zw), X, acc).
     const std::uint8_t* meta = rec + v.code_bytes(len);
     for (int h = 0; h < 2; ++h) {
-      const __m256 s = half_scales(v, meta, h);
+      const __m256 s = load_half_scales(v, meta, h);
       __m256 szw = _mm256_setzero_ps();
       if constexpr (!Symmetric) {
         std::int64_t z8;

@@ -117,7 +117,7 @@ void rows_block(const Int8Args& a, std::int64_t panel0, int panels, std::int64_t
 #pragma GCC unroll 4
         for (int p = 0; p < P; ++p) {
           const std::uint8_t* w = block_at<Prefetch>(base[p], offset + 64 * b, v.panel_bytes, next);
-          decode_int4_unsigned<Symmetric>(_mm512_load_si512(w), low[p], high[p]);
+          decode_int4_unsigned<Symmetric>(_mm512_loadu_si512(w), low[p], high[p]);
         }
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
@@ -140,7 +140,7 @@ void rows_block(const Int8Args& a, std::int64_t panel0, int panels, std::int64_t
 #pragma GCC unroll 4
         for (int p = 0; p < P; ++p) {
           const std::uint8_t* w = block_at<Prefetch>(base[p], offset + 64 * b, v.panel_bytes, next);
-          codes[p] = int8_stage::decode_int8<Symmetric>(_mm512_load_si512(w));
+          codes[p] = int8_stage::decode_int8<Symmetric>(_mm512_loadu_si512(w));
         }
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
