@@ -53,6 +53,37 @@ TEST(WeightOnlyFormat, RejectsBadFields) {
   EXPECT_EQ(fmt(8, 0, false, Q::ScaleType::bf16).describe(), "int8 per-channel affine bf16-scales");
 }
 
+// Bytes streamed per weight, per format: code bits + scale bits (16 or 32) + zero-point bits (8,
+// affine) per group, exactly, with no padding (the dense records of docs/formats.md).
+TEST(WeightOnlyPacking, BytesStreamedPerWeight) {
+  const std::int64_t n = 32, k = 512;
+  const std::vector<float> w(static_cast<std::size_t>(n * k), 0.25f);
+  struct Case {
+    int bits;
+    std::int64_t group;
+    bool sym;
+    Q::ScaleType scales;
+    double bits_per_weight;
+  };
+  const Case cases[] = {
+      {4, 32, true, Q::ScaleType::f16, 4.5},      {4, 32, true, Q::ScaleType::bf16, 4.5},
+      {4, 32, true, Q::ScaleType::f32, 5.0},      {4, 32, false, Q::ScaleType::f16, 4.75},
+      {4, 64, true, Q::ScaleType::f16, 4.25},     {4, 128, true, Q::ScaleType::bf16, 4.125},
+      {4, 128, true, Q::ScaleType::f32, 4.25},    {4, 128, false, Q::ScaleType::f32, 4.3125},
+      {4, 256, true, Q::ScaleType::f16, 4.0625},  {8, 32, true, Q::ScaleType::f16, 8.5},
+      {8, 32, true, Q::ScaleType::f32, 9.0},      {8, 32, false, Q::ScaleType::bf16, 8.75},
+      {8, 128, true, Q::ScaleType::bf16, 8.125},  {8, 0, true, Q::ScaleType::f32, 8.0625},
+      {4, 0, false, Q::ScaleType::f16, 4.046875},
+  };
+  for (const Case& c : cases) {
+    const Q::WeightOnlyFormat f = fmt(c.bits, c.group, c.sym, c.scales);
+    const auto packed = Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, f);
+    EXPECT_EQ(f.bits_per_weight(k), c.bits_per_weight) << f.describe();
+    EXPECT_EQ(packed.packed_bytes(), static_cast<std::size_t>(c.bits_per_weight * n * k / 8))
+        << f.describe();
+  }
+}
+
 // On the min_max grid, codes and scales equal the core's quantize_per_group / per-channel
 // quantize exactly.
 TEST(WeightOnlyPacking, MatchesCoreQuantization) {
@@ -425,7 +456,7 @@ TEST(WeightOnlyGemm, RowsAreBatchInvariant) {
   Q::set_isa(before);
 }
 
-// `automatic` takes int8_dynamic for every M when the tier has a fast int8 kernel for the codes
+// `automatic` takes int8_blocks for every M when the tier has a fast int8 kernel for the codes
 // (AVX-512 with VNNI; AVX2, and AVX-512 without VNNI, through the AVX2 kernel; int4 and int8
 // codes alike) and groups fit; float32 otherwise, and for non-finite x.
 TEST(WeightOnlyGemm, AutomaticPicksTheDocumentedPath) {
@@ -443,10 +474,11 @@ TEST(WeightOnlyGemm, AutomaticPicksTheDocumentedPath) {
         SCOPED_TRACE(Q::to_string(isa) + " int" + std::to_string(bits) + " m=" + std::to_string(m));
         const auto path = Q::resolve_activations({}, m, packed);
         const auto want =
-            fast ? Q::WeightOnlyActivations::int8_dynamic : Q::WeightOnlyActivations::float32;
+            fast ? Q::WeightOnlyActivations::int8_blocks : Q::WeightOnlyActivations::float32;
         EXPECT_EQ(path, want);
         for (const auto explicit_path :
-             {Q::WeightOnlyActivations::float32, Q::WeightOnlyActivations::int8_dynamic}) {
+             {Q::WeightOnlyActivations::float32, Q::WeightOnlyActivations::int8_dynamic,
+              Q::WeightOnlyActivations::int8_blocks}) {
           EXPECT_EQ(Q::resolve_activations(Q::WeightOnlyOptions{explicit_path}, m, packed),
                     explicit_path);
         }

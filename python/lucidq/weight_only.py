@@ -21,7 +21,7 @@ from ._lucidq import (
     weight_only_linear,
 )
 
-_ACTIVATIONS = ("auto", "float32", "int8")
+_ACTIVATIONS = ("auto", "float32", "int8", "int8_blocks")
 
 __all__ = ["WeightOnlyLinear"]
 
@@ -40,7 +40,7 @@ class WeightOnlyLinear:
         if activations not in _ACTIVATIONS:
             raise Error(
                 f"WeightOnlyLinear: activations = {activations!r} "
-                '(expected "auto", "float32" or "int8")'
+                '(expected "auto", "float32", "int8" or "int8_blocks")'
             )
         self._activations = activations
         if not isinstance(weight, PackedWeightsLowBit):
@@ -86,9 +86,11 @@ class WeightOnlyLinear:
         qparams); activations: "float32" (float FMAs, weight
         error only), "int8" (each row of x quantized dynamically to uint8 and
         multiplied exactly in int32: faster, adds the activation
-        quantization error) or "auto" (int8 when the CPU has a fast kernel for
-        it, AVX512-VNNI or AVX2, and x is finite; for any
-        number of rows).
+        quantization error), "int8_blocks" (x quantized to int8 with one
+        scale per weight group, as ggml's q8_0 at groups of 32: exact int32
+        group products, less activation error than "int8") or "auto"
+        (int8_blocks when the CPU has a fast kernel for it, AVX512-VNNI or
+        AVX2, and x is finite; for any number of rows).
         """
         packed = PackedWeightsLowBit.quantize(
             weight,
@@ -124,7 +126,7 @@ class WeightOnlyLinear:
         return self._activations
 
     def activation_path(self, rows):
-        """The path a call on `rows` rows of finite x takes: "float32" or "int8_dynamic"."""
+        """The path a call on `rows` rows of finite x takes: "float32", "int8_dynamic" or "int8_blocks"."""
         return weight_only_activations(self._weight, rows, self._activations)
 
     @property

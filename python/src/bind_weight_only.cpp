@@ -46,13 +46,14 @@ Q::PackedWeightsLowBit quantize_weight(py::handle weight, int bits, py::handle g
   return Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, f);
 }
 
-// "auto" / "automatic", "float32", "int8" / "int8_dynamic".
+// "auto" / "automatic", "float32", "int8" / "int8_dynamic", "int8_blocks".
 Q::WeightOnlyActivations activations_from(const std::string& name) {
   if (name == "auto" || name == "automatic") return Q::WeightOnlyActivations::automatic;
   if (name == "float32") return Q::WeightOnlyActivations::float32;
   if (name == "int8" || name == "int8_dynamic") return Q::WeightOnlyActivations::int8_dynamic;
+  if (name == "int8_blocks") return Q::WeightOnlyActivations::int8_blocks;
   throw Q::Error("weight_only_linear: activations = \"" + name +
-                 "\" (expected \"auto\", \"float32\" or \"int8\")");
+                 "\" (expected \"auto\", \"float32\", \"int8\" or \"int8_blocks\")");
 }
 
 py::array linear(const Q::PackedWeightsLowBit& w, py::handle x, py::handle bias,
@@ -148,8 +149,9 @@ Immutable. See docs/formats.md, "Weight-only group formats".
         "y = x · ŵᵀ + bias: x float [..., K] (or bfloat16 bit patterns in uint16 with "
         "input_dtype=\"bfloat16\"), returns float32 [..., N]. activations: \"float32\" "
         "(float FMAs), \"int8\" (rows of x quantized dynamically to uint8, exact int8 "
-        "products; adds activation-quantization error) or \"auto\" (int8 when the CPU has a "
-        "fast kernel for it: AVX512-VNNI or AVX2; and x is finite; whatever "
+        "products; adds activation-quantization error), \"int8_blocks\" (x quantized to int8 "
+        "with one scale per weight group, exact int8 products) or \"auto\" (int8_blocks when "
+        "the CPU has a fast kernel for it: AVX512-VNNI or AVX2; and x is finite; whatever "
         "the number of rows; docs/numerics.md).");
   m.def(
       "weight_only_activations",
@@ -158,8 +160,8 @@ Immutable. See docs/formats.md, "Weight-only group formats".
             Q::resolve_activations(Q::WeightOnlyOptions{activations_from(activations)}, rows, w));
       },
       py::arg("w"), py::arg("m"), py::arg("activations") = "auto",
-      "The path weight_only_linear takes for m rows of finite x: \"float32\" or "
-      "\"int8_dynamic\".");
+      "The path weight_only_linear takes for m rows of finite x: \"float32\", "
+      "\"int8_dynamic\" or \"int8_blocks\".");
 }
 
 }  // namespace lucidq_python

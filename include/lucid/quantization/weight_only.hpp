@@ -14,9 +14,10 @@
 // per group. Results are float32 and agree with the exact value within the
 // rounding bound of docs/numerics.md; they never depend on the thread count.
 // Where a fast kernel exists (AVX512-VNNI or AVX2: every x86 tier) the default
-// (automatic) instead quantizes x per row to uint8 and multiplies exactly in int32
-// (WeightOnlyActivations::int8_dynamic; "The int8-activation path"), for any M; on that path a
-// row's result never depends on the other rows of the call.
+// (automatic) instead quantizes x to int8 in blocks, one scale per weight group, and multiplies
+// exactly in int32 (WeightOnlyActivations::int8_blocks; "Block-wise activation scales"; per-row
+// uint8 is int8_dynamic), for any M; on those paths a row's result never depends on the other
+// rows of the call.
 #pragma once
 
 #include <cstdint>
@@ -153,22 +154,29 @@ class PackedWeightsLowBit {
 ///   also carries the activation-quantization error (≈ s_x² / 12 per element). The same bits on
 ///   every tier: tiers without a fast kernel for the codes run the reference one (slow). Throws
 ///   Error for non-finite x; needs every group ≤ 65536 long.
-/// - automatic: int8_dynamic when the active tier has a fast int8 kernel for
-///   the codes (AVX-512 on a CPU with AVX512-VNNI, AVX2; not the reference tier),
+/// - int8_blocks: x quantized symmetrically to int8 in blocks, one per weight
+///   group along K (s_x = max|x| / 127 over the block, as ggml's q8_0 for
+///   groups of 32), each group's product Σ xq · (q − z) exact in int32, then
+///   combined in float32 in group order (docs/numerics.md, "Block-wise
+///   activation scales"). The same bits on every tier. At groups of 32 its
+///   activation error is q8_0's, a third to a half of int8_dynamic's
+///   (docs/performance.md). Throws Error for non-finite x; needs every group ≤ 65536 long.
+/// - automatic: int8_blocks when the active tier has a fast int8 kernel
+///   (AVX-512 on a CPU with AVX512-VNNI, AVX2; not the reference tier),
 ///   every group is ≤ 65536 long and x is finite; float32 otherwise. The choice does not depend on
-///   M, and on the int8 path each output row depends only on its own row of x (the same bits alone
-///   or in a batch; the float32 path's rounding depends on M).
-enum class WeightOnlyActivations : std::uint8_t { float32, int8_dynamic, automatic };
+///   M, and on the int8 paths each output row depends only on its own row of x (the same bits
+///   alone or in a batch; the float32 path's rounding depends on M).
+enum class WeightOnlyActivations : std::uint8_t { float32, int8_dynamic, automatic, int8_blocks };
 
-/// "float32" / "int8_dynamic" / "automatic".
+/// "float32" / "int8_dynamic" / "automatic" / "int8_blocks".
 std::string to_string(WeightOnlyActivations activations);
 
 struct WeightOnlyOptions {
   WeightOnlyActivations activations = WeightOnlyActivations::automatic;
 };
 
-/// The path weight_only_gemm takes for m rows of finite x (float32 or
-/// int8_dynamic; never automatic), for tests and reports.
+/// The path weight_only_gemm takes for m rows of finite x (float32, int8_dynamic or
+/// int8_blocks; never automatic), for tests and reports.
 WeightOnlyActivations resolve_activations(const WeightOnlyOptions& options, std::int64_t m,
                                           const PackedWeightsLowBit& w);
 
@@ -187,7 +195,7 @@ WeightOnlyActivations resolve_activations(const WeightOnlyOptions& options, std:
 /// other than float32 / bfloat16. Non-finite x propagates as IEEE arithmetic
 /// does. Safe to call from several threads at once with distinct outputs.
 /// `options` picks the activation arithmetic (WeightOnlyActivations; the
-/// default, automatic, is int8_dynamic where a fast kernel exists).
+/// default, automatic, is int8_blocks where a fast kernel exists).
 void weight_only_gemm(const void* x, ScalarType x_type, std::int64_t m, std::int64_t x_row_stride,
                       const PackedWeightsLowBit& w, const float* bias, float* y,
                       std::int64_t y_row_stride, const WeightOnlyOptions& options = {});

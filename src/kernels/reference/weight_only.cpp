@@ -38,10 +38,49 @@ void weight_only_f32_16c__reference(const GemmArgs& a, std::int64_t panel_begin,
   }
 }
 
+namespace {
+
+// Block-wise activations (Int8Args::x_block_scales): D = Σ xq · (q − z) exact per group,
+// acc = fma(fl(s · s_x), float(D), acc), y = acc + bias.
+void blocks_reference(const Int8Args& a, std::int64_t panel_begin, std::int64_t panel_end) {
+  const PackedView& v = a.w;
+  for (std::int64_t panel = panel_begin; panel < panel_end; ++panel) {
+    for (std::int64_t c = 0; c < panel_width; ++c) {
+      const std::int64_t col = panel * panel_width + c;
+      if (col >= v.n) break;
+      for (std::int64_t r = 0; r < a.m; ++r) {
+        const std::uint8_t* xq = a.xq + r * a.xq_stride;
+        float acc = 0.0f;
+        for (std::int64_t j = 0; j < v.groups; ++j) {
+          const std::uint8_t* rec = v.record(panel, j);
+          const std::uint8_t* meta = rec + v.code_bytes(v.padded_length(j));
+          const std::int64_t k0 = j * v.group_length;
+          const std::int64_t len = v.k - k0 < v.group_length ? v.k - k0 : v.group_length;
+          const std::int32_t z = meta_zero_point(v, meta, c);
+          std::int64_t dot = 0;  // |dot| < 2^31 for groups <= 65536 (the driver checks)
+          for (std::int64_t t = 0; t < len; ++t) {
+            const auto x = static_cast<std::int8_t>(xq[int8_staged_index(v, k0 + t)]);
+            dot += std::int64_t{x} * (lane_value(v, rec, c, t) - z);
+          }
+          const float s = meta_scale(v, meta, c) * a.x_block_scales[r * v.groups + j];
+          acc = std::fma(s, static_cast<float>(dot), acc);
+        }
+        a.y[r * a.y_stride + col] = acc + (a.bias != nullptr ? a.bias[col] : 0.0f);
+      }
+    }
+  }
+}
+
+}  // namespace
+
 // The int8-activation path (docs/numerics.md, "The int8-activation path"): exact integer
 // group sums, then float32 steps in this order, each one rounding (std::fma is fused).
 void weight_only_u8_16c__reference(const Int8Args& a, std::int64_t panel_begin,
                                    std::int64_t panel_end) {
+  if (a.x_block_scales != nullptr) {
+    blocks_reference(a, panel_begin, panel_end);
+    return;
+  }
   const PackedView& v = a.w;
   for (std::int64_t panel = panel_begin; panel < panel_end; ++panel) {
     for (std::int64_t c = 0; c < panel_width; ++c) {
