@@ -15,8 +15,8 @@
 //   ggml's quantize_row_q8_K rule), then Σ ŵ · x̂ in double (ggml's integer dot and block
 //   combine differ from that by float rounding only); lucidq: its default path (automatic:
 //   int8_blocks on AVX2 / AVX-512, float32 on the reference tier), and int8_dynamic (per row).
-// Part 2, speed (the shapes of bench/shapes/weight_only.txt; --quick: N = K = 4096 at M = 1
-// and 16): per format the median time of weight_only_gemm on the default path (--reps samples
+// Part 2, speed (the shapes of bench/shapes/weight_only.txt; --quick: N = K = 4096 at M = 1,
+// 16 and 64): per format the median time of weight_only_gemm on the default path (--reps samples
 // of >= --min-time s after a warm-up), the weight bytes streamed per second, and at M = 1 also
 // cold (rotating through copies of the weight > 2.5 × L3; the copies use the min_max grid, whose
 // bytes take the same time), beside the format's bits per weight and its error on Gaussian W at
@@ -286,7 +286,7 @@ void speed(const Options& o) {
   std::vector<Shape> shapes = read_shapes(o.shapes);
   if (o.quick) {
     std::erase_if(shapes, [](const Shape& s) {
-      return !(s.n == 4096 && s.k == 4096 && (s.m == 1 || s.m == 16));
+      return !(s.n == 4096 && s.k == 4096 && (s.m == 1 || s.m == 16 || s.m == 64));
     });
   }
   using S = Q::ScaleType;

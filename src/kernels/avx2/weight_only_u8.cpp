@@ -176,17 +176,21 @@ void rows_of_panel_blocks(const Int8Args& a, std::int64_t panel, std::int64_t ro
     const std::uint8_t* meta = rec + v.code_bytes(len);
     for (int h = 0; h < 2; ++h) {
       const __m256 s = load_half_scales(v, meta, h);
-      __m256i offset = _mm256_set1_epi32(Bits == 4 && Symmetric ? 8 : 0);
+      __m256i zero_points = _mm256_setzero_si256();
       if constexpr (!Symmetric) {
         std::int64_t z8;
         std::memcpy(&z8, meta + v.scale_bytes() + 8 * h, 8);
-        offset = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(z8));
+        zero_points = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(z8));
       }
       for (int r = 0; r < R; ++r) {
         const std::int64_t at = (row0 + r) * v.groups + j;
-        const __m256i d =
-            _mm256_sub_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(dot[r] + 8 * h)),
-                             _mm256_mullo_epi32(offset, _mm256_set1_epi32(a.xq_group_sums[at])));
+        const __m256i sum = _mm256_set1_epi32(a.xq_group_sums[at]);
+        __m256i d = _mm256_load_si256(reinterpret_cast<const __m256i*>(dot[r] + 8 * h));
+        if constexpr (!Symmetric) {
+          d = _mm256_sub_epi32(d, _mm256_mullo_epi32(zero_points, sum));
+        } else if constexpr (Bits == 4) {
+          d = _mm256_sub_epi32(d, _mm256_slli_epi32(sum, 3));  // 8 · Σ xq
+        }
         const __m256 sx = _mm256_mul_ps(s, _mm256_set1_ps(a.x_block_scales[at]));
         _mm256_store_ps(acc[r][h],
                         _mm256_fmadd_ps(sx, _mm256_cvtepi32_ps(d), _mm256_load_ps(acc[r][h])));
