@@ -24,17 +24,7 @@ using Q::testing::rounding_bound;
 
 namespace {
 
-Q::WeightOnlyFormat fmt(int bits, std::int64_t group, bool symmetric,
-                        Q::ScaleType scales = Q::ScaleType::f32,
-                        Q::WeightOnlyGrid grid = Q::WeightOnlyGrid::search) {
-  Q::WeightOnlyFormat f;
-  f.bits = bits;
-  f.group_size = group;
-  f.symmetric = symmetric;
-  f.scale_type = scales;
-  f.grid = grid;
-  return f;
-}
+using Q::testing::make_format;
 
 std::vector<float> run(const std::vector<float>& x, std::int64_t m, const Q::PackedWeightsLowBit& w,
                        const float* bias,
@@ -46,11 +36,12 @@ std::vector<float> run(const std::vector<float>& x, std::int64_t m, const Q::Pac
 }
 
 TEST(WeightOnlyFormat, RejectsBadFields) {
-  EXPECT_ERROR_CONTAINS(fmt(3, 128, true).validate(), "bits = 3");
-  EXPECT_ERROR_CONTAINS(fmt(4, 48, true).validate(), "group_size = 48");
-  EXPECT_NO_THROW(fmt(8, 0, false, Q::ScaleType::bf16).validate());
-  EXPECT_EQ(fmt(4, 128, true).describe(), "int4 g128 symmetric f32-scales");
-  EXPECT_EQ(fmt(8, 0, false, Q::ScaleType::bf16).describe(), "int8 per-channel affine bf16-scales");
+  EXPECT_ERROR_CONTAINS(make_format(3, 128, true).validate(), "bits = 3");
+  EXPECT_ERROR_CONTAINS(make_format(4, 48, true).validate(), "group_size = 48");
+  EXPECT_NO_THROW(make_format(8, 0, false, Q::ScaleType::bf16).validate());
+  EXPECT_EQ(make_format(4, 128, true).describe(), "int4 g128 symmetric f32-scales");
+  EXPECT_EQ(make_format(8, 0, false, Q::ScaleType::bf16).describe(),
+            "int8 per-channel affine bf16-scales");
 }
 
 // Bytes streamed per weight, per format: code bits + scale bits (16 or 32) + zero-point bits (8,
@@ -76,7 +67,7 @@ TEST(WeightOnlyPacking, BytesStreamedPerWeight) {
       {4, 0, false, Q::ScaleType::f16, 4.046875},
   };
   for (const Case& c : cases) {
-    const Q::WeightOnlyFormat f = fmt(c.bits, c.group, c.sym, c.scales);
+    const Q::WeightOnlyFormat f = make_format(c.bits, c.group, c.sym, c.scales);
     const auto packed = Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, f);
     EXPECT_EQ(f.bits_per_weight(k), c.bits_per_weight) << f.describe();
     EXPECT_EQ(packed.packed_bytes(), static_cast<std::size_t>(c.bits_per_weight * n * k / 8))
@@ -87,8 +78,8 @@ TEST(WeightOnlyPacking, BytesStreamedPerWeight) {
 // On the min_max grid, codes and scales equal the core's quantize_per_group / per-channel
 // quantize exactly.
 TEST(WeightOnlyPacking, MatchesCoreQuantization) {
-  const auto fmt = [](int bits, std::int64_t g, bool sym) {
-    return ::fmt(bits, g, sym, Q::ScaleType::f32, Q::WeightOnlyGrid::min_max);
+  const auto min_max_format = [](int bits, std::int64_t g, bool sym) {
+    return Q::testing::make_format(bits, g, sym, Q::ScaleType::f32, Q::WeightOnlyGrid::min_max);
   };
   std::mt19937_64 rng(Q::testing::test_seed());
   for (const std::int64_t k : {std::int64_t{64}, std::int64_t{200}, std::int64_t{37}}) {
@@ -98,9 +89,9 @@ TEST(WeightOnlyPacking, MatchesCoreQuantization) {
     for (const int bits : {4, 8}) {
       for (const bool sym : {true, false}) {
         for (const std::int64_t g : {std::int64_t{0}, std::int64_t{32}, std::int64_t{64}}) {
-          SCOPED_TRACE("k=" + std::to_string(k) + " " + fmt(bits, g, sym).describe());
+          SCOPED_TRACE("k=" + std::to_string(k) + " " + min_max_format(bits, g, sym).describe());
           const auto packed =
-              Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, fmt(bits, g, sym));
+              Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, min_max_format(bits, g, sym));
           const Q::QDtype qd = Q::QDtype::full_range(bits, sym);
           const Q::QScheme scheme =
               sym ? Q::QScheme::PER_CHANNEL_SYMMETRIC : Q::QScheme::PER_CHANNEL_AFFINE;
@@ -134,8 +125,8 @@ TEST(WeightOnlyPacking, Bf16ScalesAreRoundedBeforeCoding) {
   std::mt19937_64 rng(Q::testing::test_seed());
   const std::int64_t n = 5, k = 96;
   const std::vector<float> w = gaussian(static_cast<std::size_t>(n * k), rng);
-  const auto packed =
-      Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, fmt(4, 32, true, Q::ScaleType::bf16));
+  const auto packed = Q::PackedWeightsLowBit::quantize(
+      w.data(), n, k, k, make_format(4, 32, true, Q::ScaleType::bf16));
   const PlainWeights p(packed);
   for (std::int64_t r = 0; r < n; ++r) {
     for (std::int64_t c = 0; c < k; ++c) {
@@ -215,20 +206,22 @@ TEST(WeightOnlyPacking, FromQuantizedRejectsWhatDoesNotFit) {
 
 TEST(WeightOnlyQuantize, RejectsBadArguments) {
   std::vector<float> w(3 * 8, 1.0f);
-  EXPECT_ERROR_CONTAINS(Q::PackedWeightsLowBit::quantize(nullptr, 3, 8, 8, fmt(4, 32, true)),
-                        "w is null");
-  EXPECT_ERROR_CONTAINS(Q::PackedWeightsLowBit::quantize(w.data(), 0, 8, 8, fmt(4, 32, true)),
-                        "n = 0");
-  EXPECT_ERROR_CONTAINS(Q::PackedWeightsLowBit::quantize(w.data(), 3, 8, 4, fmt(4, 32, true)),
-                        "row_stride = 4");
+  EXPECT_ERROR_CONTAINS(
+      Q::PackedWeightsLowBit::quantize(nullptr, 3, 8, 8, make_format(4, 32, true)), "w is null");
+  EXPECT_ERROR_CONTAINS(
+      Q::PackedWeightsLowBit::quantize(w.data(), 0, 8, 8, make_format(4, 32, true)), "n = 0");
+  EXPECT_ERROR_CONTAINS(
+      Q::PackedWeightsLowBit::quantize(w.data(), 3, 8, 4, make_format(4, 32, true)),
+      "row_stride = 4");
   w[13] = std::nanf("");
-  EXPECT_ERROR_CONTAINS(Q::PackedWeightsLowBit::quantize(w.data(), 3, 8, 8, fmt(4, 32, true)),
-                        "w[1, 5]");
+  EXPECT_ERROR_CONTAINS(
+      Q::PackedWeightsLowBit::quantize(w.data(), 3, 8, 8, make_format(4, 32, true)), "w[1, 5]");
 }
 
 TEST(WeightOnlyGemm, RejectsBadArguments) {
   std::vector<float> w(16 * 32, 1.0f), x(2 * 32, 1.0f), y(2 * 16, 7.0f);
-  const auto packed = Q::PackedWeightsLowBit::quantize(w.data(), 16, 32, 32, fmt(4, 32, true));
+  const auto packed =
+      Q::PackedWeightsLowBit::quantize(w.data(), 16, 32, 32, make_format(4, 32, true));
   EXPECT_ERROR_CONTAINS(Q::weight_only_gemm(x.data(), 2, 31, packed, nullptr, y.data(), 16),
                         "x_row_stride = 31");
   EXPECT_ERROR_CONTAINS(Q::weight_only_gemm(x.data(), 2, 32, packed, nullptr, y.data(), 15),
@@ -260,7 +253,8 @@ TEST(WeightOnlyGemm, LinearShapesAndBf16Activations) {
   const std::int64_t n = 40, k = 96;
   const std::vector<float> w = gaussian(static_cast<std::size_t>(n * k), rng);
   const std::vector<float> b = gaussian(static_cast<std::size_t>(n), rng);
-  const auto packed = Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, fmt(4, 32, false));
+  const auto packed =
+      Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, make_format(4, 32, false));
   std::vector<std::uint16_t> xb(static_cast<std::size_t>(6 * k));
   std::vector<float> xf(xb.size());
   const std::vector<float> src = gaussian(xb.size(), rng);
@@ -297,7 +291,8 @@ TEST(WeightOnlyGemm, ThreadCountDoesNotChangeResults) {
   const std::vector<float> w = gaussian(static_cast<std::size_t>(n * k), rng);
   for (const std::int64_t m : {std::int64_t{1}, std::int64_t{19}}) {
     const std::vector<float> x = gaussian(static_cast<std::size_t>(m * k), rng);
-    const auto packed = Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, fmt(4, 128, false));
+    const auto packed =
+        Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, make_format(4, 128, false));
     const int before = Q::num_threads();
     Q::set_num_threads(1);
     const std::vector<float> one = run(x, m, packed, nullptr);
@@ -342,7 +337,7 @@ TEST(WeightOnlyAccuracy, SqnrMatchesTheQuantizationStep) {
                         {4, 128, true},  {4, 256, true}, {4, 0, true},  {4, 32, false},
                         {4, 128, false}, {8, 128, true}};
   for (const Case& cs : cases) {
-    const Q::WeightOnlyFormat f = fmt(cs.bits, cs.group, cs.symmetric);
+    const Q::WeightOnlyFormat f = make_format(cs.bits, cs.group, cs.symmetric);
     const auto packed = Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, f);
     const PlainWeights p(packed);
     const std::vector<float> y = run(x, m, packed, nullptr);
@@ -374,7 +369,8 @@ TEST(WeightOnlyGemm, Int8PathLinearBf16AndStrides) {
   const std::int64_t n = 40, k = 96, m = 20;
   const std::vector<float> w = gaussian(static_cast<std::size_t>(n * k), rng);
   const std::vector<float> b = gaussian(static_cast<std::size_t>(n), rng);
-  const auto packed = Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, fmt(8, 32, false));
+  const auto packed =
+      Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, make_format(8, 32, false));
   std::vector<std::uint16_t> xb(static_cast<std::size_t>(m * k));
   std::vector<float> xf(xb.size());
   const std::vector<float> src = gaussian(xb.size(), rng);
@@ -415,7 +411,8 @@ TEST(WeightOnlyGemm, Int8PathThreadCountDoesNotChangeResults) {
   for (const bool sym : {true, false}) {
     for (const std::int64_t m : {std::int64_t{1}, std::int64_t{70}}) {
       const std::vector<float> x = gaussian(static_cast<std::size_t>(m * k), rng);
-      const auto packed = Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, fmt(4, 128, sym));
+      const auto packed =
+          Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, make_format(4, 128, sym));
       const int before = Q::num_threads();
       Q::set_num_threads(1);
       const auto one = run(x, m, packed, nullptr, Q::WeightOnlyActivations::int8_dynamic);
@@ -438,7 +435,8 @@ TEST(WeightOnlyGemm, RowsAreBatchInvariant) {
   const std::vector<float> x = gaussian(static_cast<std::size_t>(m * k), rng);
   const Q::Isa before = Q::active_isa();
   for (const int bits : {4, 8}) {
-    const auto packed = Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, fmt(bits, 64, false));
+    const auto packed =
+        Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, make_format(bits, 64, false));
     for (const Q::Isa isa : Q::supported_isas()) {
       Q::set_isa(isa);
       {
@@ -465,7 +463,8 @@ TEST(WeightOnlyGemm, AutomaticPicksTheDocumentedPath) {
   const std::vector<float> w = gaussian(static_cast<std::size_t>(n * k), rng);
   const Q::Isa before = Q::active_isa();
   for (const int bits : {4, 8}) {
-    const auto packed = Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, fmt(bits, 64, true));
+    const auto packed =
+        Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, make_format(bits, 64, true));
     for (const Q::Isa isa : Q::supported_isas()) {
       Q::set_isa(isa);
       // Both code widths: VNNI or AVX2 kernels; the reference tier has none.
@@ -527,7 +526,7 @@ TEST(WeightOnlyAccuracy, Int8PathSqnrMatchesTheCombinedPrediction) {
   const Case cases[] = {{8, 0, true}, {8, 0, false},  {4, 32, true},   {4, 128, true},
                         {4, 0, true}, {4, 32, false}, {4, 128, false}, {8, 128, true}};
   for (const Case& cs : cases) {
-    const Q::WeightOnlyFormat f = fmt(cs.bits, cs.group, cs.symmetric);
+    const Q::WeightOnlyFormat f = make_format(cs.bits, cs.group, cs.symmetric);
     const auto packed = Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, f);
     const PlainWeights p(packed);
     const std::vector<float> w_hat = packed.decode();

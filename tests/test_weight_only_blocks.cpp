@@ -18,16 +18,7 @@ using Q::testing::gaussian;
 
 namespace {
 
-Q::WeightOnlyFormat fmt(int bits, std::int64_t group, bool symmetric, Q::ScaleType scales,
-                        Q::WeightOnlyGrid grid) {
-  Q::WeightOnlyFormat f;
-  f.bits = bits;
-  f.group_size = group;
-  f.symmetric = symmetric;
-  f.scale_type = scales;
-  f.grid = grid;
-  return f;
-}
+using Q::testing::make_format;
 
 std::vector<float> run(const std::vector<float>& x, std::int64_t m, const Q::PackedWeightsLowBit& w,
                        const float* bias, Q::WeightOnlyActivations activations) {
@@ -60,7 +51,7 @@ TEST_F(WeightOnlyBlocks, EveryTierMatchesTheSpecificationBitForBit) {
         for (int trial = 0; trial < 3; ++trial) {
           const std::int64_t n = ns[rng() % 5], k = ks[rng() % 6], m = ms[rng() % 8];
           const auto grid = trial == 2 ? Q::WeightOnlyGrid::min_max : Q::WeightOnlyGrid::search;
-          const auto f = fmt(bits, g, sym, scale_types[trial], grid);
+          const auto f = make_format(bits, g, sym, scale_types[trial], grid);
           const std::vector<float> w = gaussian(static_cast<std::size_t>(n * k), rng);
           std::vector<float> x = gaussian(static_cast<std::size_t>(m * k), rng, 2.0f);
           if (trial == 1) {  // an all-zero block and an offset row
@@ -98,7 +89,7 @@ TEST_F(WeightOnlyBlocks, NonFiniteActivations) {
   const std::int64_t n = 20, k = 96, m = 3;
   const std::vector<float> w = gaussian(static_cast<std::size_t>(n * k), rng);
   const auto packed = Q::PackedWeightsLowBit::quantize(
-      w.data(), n, k, k, fmt(4, 32, true, Q::ScaleType::f16, Q::WeightOnlyGrid::search));
+      w.data(), n, k, k, make_format(4, 32, true, Q::ScaleType::f16, Q::WeightOnlyGrid::search));
   std::vector<float> x = gaussian(static_cast<std::size_t>(m * k), rng);
   x[static_cast<std::size_t>(2 * k + 40)] = INFINITY;
   EXPECT_ERROR_CONTAINS(run(x, m, packed, nullptr, Q::WeightOnlyActivations::int8_blocks),
@@ -121,7 +112,8 @@ TEST_F(WeightOnlyBlocks, LessActivationErrorThanPerRowScales) {
     const std::vector<float> w = gaussian(static_cast<std::size_t>(n * k), rng);
     const std::vector<float> x = gaussian(static_cast<std::size_t>(m * k), rng);
     const auto packed = Q::PackedWeightsLowBit::quantize(
-        w.data(), n, k, k, fmt(bits, 32, true, Q::ScaleType::f16, Q::WeightOnlyGrid::search));
+        w.data(), n, k, k,
+        make_format(bits, 32, true, Q::ScaleType::f16, Q::WeightOnlyGrid::search));
     const auto exact = run(x, m, packed, nullptr, Q::WeightOnlyActivations::float32);
     const auto error = [&](Q::WeightOnlyActivations a) {
       const auto y = run(x, m, packed, nullptr, a);

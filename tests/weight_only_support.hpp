@@ -22,6 +22,19 @@ inline std::vector<float> gaussian(std::size_t count, std::mt19937_64& rng, floa
   return out;
 }
 
+/// A WeightOnlyFormat from its fields.
+inline WeightOnlyFormat make_format(int bits, std::int64_t group, bool symmetric,
+                                    ScaleType scales = ScaleType::f32,
+                                    WeightOnlyGrid grid = WeightOnlyGrid::search) {
+  WeightOnlyFormat f;
+  f.bits = bits;
+  f.group_size = group;
+  f.symmetric = symmetric;
+  f.scale_type = scales;
+  f.grid = grid;
+  return f;
+}
+
 /// The quantized weight's parameters in plain row-major form, read once.
 struct PlainWeights {
   std::int64_t n, k, groups, group_length;
