@@ -1,8 +1,8 @@
 // Weight-only formats at equal bits: output error against ggml's Q4_0 / Q4_K / Q8_0 and the
 // speed of lucidq's kernels, each speed beside the bits per weight it streams and its error.
 //
-//   bench_weight_only [--quick] [--shapes FILE] [--accuracy-only] [--n N] [--k K] [--trials T]
-//                     [--reps R] [--min-time S] [--l3-mib MIB] [--seed S]
+//   bench_weight_only [--quick] [--shapes FILE] [--accuracy-only] [--cpu-time] [--n N] [--k K]
+//                     [--trials T] [--reps R] [--min-time S] [--l3-mib MIB] [--seed S]
 //
 // Part 1, accuracy (W N × K, default 4096 × 4096, Gaussian and Student-t with 3 degrees of
 // freedom; x Gaussian, M = 1, --trials vectors): the relative RMS error
@@ -20,13 +20,16 @@
 // of >= --min-time s after a warm-up), the weight bytes streamed per second, and at M = 1 also
 // cold (rotating through copies of the weight > 2.5 × L3; the copies use the min_max grid, whose
 // bytes take the same time), beside the format's bits per weight and its error on Gaussian W at
-// that N × K (and the ggml counterpart's). LUCIDQ_ISA pins the kernel tier.
+// that N × K (and the ggml counterpart's). LUCIDQ_ISA pins the kernel tier. --cpu-time runs one
+// thread and times it by its CPU time (CLOCK_THREAD_CPUTIME_ID): on a machine shared with other
+// jobs the time it ran, not the time it waited for a core.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <map>
 #include <random>
@@ -48,7 +51,7 @@ struct Options {
   int trials = 4, reps = 5;
   double min_time = 0.2, l3_mib = 32;
   std::uint64_t seed = 20261202;
-  bool quick = false, accuracy_only = false;
+  bool quick = false, accuracy_only = false, cpu_time = false;
   std::string shapes = LUCIDQ_BENCH_SHAPES_DIR "/weight_only.txt";
 };
 
@@ -255,21 +258,30 @@ std::vector<Shape> read_shapes(const std::string& path) {
   return shapes;
 }
 
+// Seconds: wall-clock, or this thread's CPU time.
+double now(bool cpu_time) {
+  if (cpu_time) {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 // Median seconds per call of `call(i)` (i counts calls: rotates cold copies).
 template <class Call>
 double median_time(const Options& o, Call&& call) {
-  using Clock = std::chrono::steady_clock;
   std::int64_t i = 0;
   call(i++);
   std::vector<double> samples;
   for (int r = 0; r < o.reps; ++r) {
     std::int64_t calls = 0;
-    const auto start = Clock::now();
+    const double start = now(o.cpu_time);
     double elapsed = 0;
     do {
       call(i++);
       ++calls;
-      elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+      elapsed = now(o.cpu_time) - start;
     } while (elapsed < o.min_time);
     samples.push_back(elapsed / static_cast<double>(calls));
   }
@@ -283,6 +295,7 @@ struct SpeedFormat {
 };
 
 void speed(const Options& o) {
+  if (o.cpu_time) Q::set_num_threads(1);
   std::vector<Shape> shapes = read_shapes(o.shapes);
   if (o.quick) {
     std::erase_if(shapes, [](const Shape& s) {
@@ -298,9 +311,10 @@ void speed(const Options& o) {
       {make(8, 0, true, S::f32), ""},
   };
   std::printf(
-      "\nSpeed: %d threads, tier %s, %d samples of >= %.2f s, median; GB/s = packed "
+      "\nSpeed: %d threads, tier %s, %d samples of >= %.2f s (%s), median; GB/s = packed "
       "weight bytes / time; error on Gaussian W of that N x K (default path)\n",
-      Q::num_threads(), Q::to_string(Q::active_isa()).c_str(), o.reps, o.min_time);
+      Q::num_threads(), Q::to_string(Q::active_isa()).c_str(), o.reps, o.min_time,
+      o.cpu_time ? "thread CPU time" : "wall clock");
   std::printf(
       "| M | N | K | format | bits/w | error | ggml error | ms | GB/s | cold ms | cold GB/s |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
@@ -374,6 +388,10 @@ Options parse(int argc, char** argv) {
       o.accuracy_only = true;
       continue;
     }
+    if (flag == "--cpu-time") {
+      o.cpu_time = true;
+      continue;
+    }
     if (i + 1 >= argc) fail(flag + " needs a value");
     const std::string value = argv[++i];
     char* end = nullptr;
@@ -400,7 +418,7 @@ Options parse(int argc, char** argv) {
       o.seed = static_cast<std::uint64_t>(v);
     } else {
       fail("unknown flag " + flag +
-           " (expected --quick, --shapes, --accuracy-only, --n, --k, --trials, --reps, "
+           " (expected --quick, --shapes, --accuracy-only, --cpu-time, --n, --k, --trials, --reps, "
            "--min-time, --l3-mib, --seed)");
     }
   }

@@ -103,14 +103,16 @@ void rows_block(const Int8Args& a, std::int64_t panel0, int panels, std::int64_t
     const std::int64_t offset = j * v.record_bytes;
     // The signed int4 grid's dots start at −8 · Σ xq, so that adding Σ xq · (q + 8) leaves
     // Σ xq · q (wrapping alike in int32); with block-wise activations the signed grids' codes are
-    // the unsigned operand u = q + offset<Bits>, and the dot starts at −offset · Σ xq.
+    // the unsigned operand u = q + code_offset (8 or 128), and the dot starts at
+    // −code_offset · Σ xq.
     __m512i dot[R][P];
     for (int r = 0; r < R; ++r) {
-      constexpr std::int32_t offset =
+      constexpr std::int32_t code_offset =
           Blocks ? (Symmetric ? (Bits == 4 ? 8 : 128) : 0) : (Bits == 4 && Symmetric ? 8 : 0);
       const __m512i start =
-          offset != 0 ? _mm512_set1_epi32(-offset * a.xq_group_sums[(row0 + r) * v.groups + j])
-                      : _mm512_setzero_si512();
+          code_offset != 0
+              ? _mm512_set1_epi32(-code_offset * a.xq_group_sums[(row0 + r) * v.groups + j])
+              : _mm512_setzero_si512();
       for (int p = 0; p < P; ++p)
         dot[r][p] = start;
     }
@@ -160,12 +162,17 @@ void rows_block(const Int8Args& a, std::int64_t panel0, int panels, std::int64_t
     }
     const std::int64_t meta_offset = offset + v.code_bytes(len);
     if constexpr (Blocks) {
+      __m512 x_scales[R];
+      for (int r = 0; r < R; ++r)
+        x_scales[r] = _mm512_set1_ps(a.x_block_scales[(row0 + r) * v.groups + j]);
       for (int p = 0; p < P; ++p) {
         const std::uint8_t* meta = base[p] + meta_offset;
+        const __m512 scales = load_group_scales(v, meta);
+        const __m512i zero_points = int8_stage::stored_zero_points<Symmetric>(v, meta);
         for (int r = 0; r < R; ++r) {
-          const std::int64_t at = (row0 + r) * v.groups + j;
-          acc[r][p] = int8_stage::flush_block<Symmetric>(v, meta, acc[r][p], dot[r][p],
-                                                         a.x_block_scales[at], a.xq_group_sums[at]);
+          acc[r][p] = int8_stage::flush_block<Symmetric>(
+              acc[r][p], scales, x_scales[r], dot[r][p], zero_points,
+              a.xq_group_sums[(row0 + r) * v.groups + j]);
         }
       }
       continue;
