@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Timing of the weight algorithms (docs/algorithms.md): GPTQ on a K x K layer, and the Hessian
 accumulation rate against OpenBLAS dsyrk (SciPy's BLAS, OpenBLAS on Debian) on the same rows,
-measured in the same run. Prints medians over --repeats runs and the load average, since the
-figures mean little on a busy machine.
+measured in the same run, interleaved. Prints medians over --repeats runs, GPTQ's CPU time and
+the load average, since wall times mean little on a busy machine.
 
     PYTHONPATH=build/release/python /usr/bin/python3 bench/algorithms_timing.py [--k 4096] [--rows 4096] [--repeats 5]
 """
@@ -17,12 +17,15 @@ import numpy as np
 import lucidq
 
 
-def timings(fn, repeats):
+def timings(fn, repeats, cpu=None):
+    """Wall times of `repeats` calls; the process CPU times (all threads) appended to `cpu`."""
     times = []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         fn()
         times.append(time.perf_counter() - start)
+        if cpu is not None:
+            cpu.append(time.process_time() - start_cpu)
     return times
 
 
@@ -77,10 +80,13 @@ def main():
         print(f"OpenBLAS dsyrk, same rows as float64: {summary(t_syrk)}, {rate:.1f} GFLOP/s; "
               f"the accumulator runs at {100 * ratio:.0f} % of its rate")
     h = accumulate().sum()
+    cpu = []
     t_gptq = timings(
         lambda: lucidq._lucidq._gptq(w, h, "quint4", False, 128, 0.01, 128, False, False),
-        args.repeats)
-    print(f"GPTQ {k}x{k}, int4 g128 affine, H from {rows} rows: {summary(t_gptq)}")
+        args.repeats, cpu)
+    print(f"GPTQ {k}x{k}, int4 g128 affine, H from {rows} rows: {summary(t_gptq)}; "
+          f"CPU time (all threads, OpenBLAS's spin-waits included) median "
+          f"{statistics.median(cpu):.2f} s")
     print(f"load average at end {os.getloadavg()[0]:.2f}")
 
 
