@@ -104,8 +104,12 @@ GptqResult gptq_quantize(const TensorView& weight, std::span<const double> hessi
       u[j * k + j] = 1;
   }
 
-  std::vector<std::int32_t> codes(wp.size());  // in permuted column order
-  std::vector<float> deq(wp.size());
+  // Written in place: the dequantized weight in the original column order, the codes in the
+  // stored layout (activation order when the groups are formed in it).
+  const bool groups_in_activation_order = options.act_order && !options.static_groups && g > 0;
+  result.dequantized = Tensor(ScalarType::float32, Shape{n, k});
+  float* out = result.dequantized.data_as<float>();
+  std::vector<std::int32_t> stored(wp.size());
   std::vector<double> row_loss(static_cast<std::size_t>(n), 0.0);
   std::vector<double> block;
   std::vector<double> errors;
@@ -141,8 +145,8 @@ GptqResult gptq_quantize(const TensorView& weight, std::span<const double> hessi
           const std::int32_t z = zero[r * groups + group_of[i]];
           const std::int32_t code = quantize_value(static_cast<float>(row[i]), s, z, grid.qdtype);
           const float q = dequantize_value(code, s, z);
-          codes[r * k + col] = code;
-          deq[r * k + col] = q;
+          stored[r * k + (groups_in_activation_order ? col : perm[col])] = code;
+          out[r * k + perm[col]] = q;
           const double err = (row[i] - q) / u[col * k + col];
           sum += err * err;
           const double* urow = u.data() + col * k + i1;
@@ -163,22 +167,11 @@ GptqResult gptq_quantize(const TensorView& weight, std::span<const double> hessi
   const double loss = std::accumulate(row_loss.begin(), row_loss.end(), 0.0);
   result.loss = loss / 2;
 
-  const bool groups_in_activation_order = options.act_order && !options.static_groups && g > 0;
   result.g_idx.assign(static_cast<std::size_t>(k), 0);
   for (std::int64_t c = 0; c < k; ++c) {
     if (g > 0) {
       result.g_idx[perm[c]] =
           static_cast<std::int32_t>(groups_in_activation_order ? c / g : perm[c] / g);
-    }
-  }
-  result.dequantized = Tensor(ScalarType::float32, Shape{n, k});
-  float* out = result.dequantized.data_as<float>();
-  std::vector<std::int32_t> stored(codes.size());
-  for (std::int64_t r = 0; r < n; ++r) {
-    for (std::int64_t c = 0; c < k; ++c) {
-      out[r * k + perm[c]] = deq[r * k + c];
-      const std::int64_t column = groups_in_activation_order ? c : perm[c];
-      stored[r * k + column] = codes[r * k + c];
     }
   }
   result.permutation = perm;
