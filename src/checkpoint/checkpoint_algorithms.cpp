@@ -68,7 +68,8 @@ const std::vector<float>& imatrix_entry(const ImportanceMatrix& imatrix, std::st
     const std::string first =
         imatrix.entries.empty() ? "" : ", the first '" + imatrix.entries.begin()->first + "'";
     throw Error("weighted-rtn: " + imatrix.path + " (" + imatrix.format + " imatrix, " +
-                std::to_string(imatrix.entries.size()) + " entries" + first +
+                std::to_string(imatrix.entries.size()) +
+                (imatrix.entries.size() == 1 ? " entry" : " entries") + first +
                 ") has no entry for tensor " + std::string(name) +
                 " (expected the checkpoint's tensor names; exclude it with --exclude)");
   }
