@@ -61,7 +61,8 @@ struct GptqResult {
 /// rounding error spread over the not yet quantized columns through the upper
 /// Cholesky factor of (H + λI)⁻¹. Throws Error on wrong shapes, non-finite
 /// entries, or bad options; a failed factorization is not an error (see
-/// fell_back_to_rtn). Deterministic; thread-safe.
+/// fell_back_to_rtn). Deterministic; thread-safe. Uses num_threads() threads (and OpenBLAS's);
+/// the codes never depend on either count.
 GptqResult gptq_quantize(const TensorView& weight, std::span<const double> hessian,
                          const GptqOptions& options = {});
 
