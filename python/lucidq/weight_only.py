@@ -89,8 +89,9 @@ class WeightOnlyLinear:
         quantization error), "int8_blocks" (x quantized to int8 with one
         scale per weight group, as ggml's q8_0 at groups of 32: exact int32
         group products, less activation error than "int8") or "auto"
-        (int8_blocks when the CPU has a fast kernel for it, AVX512-VNNI or
-        AVX2, and x is finite; for any number of rows).
+        (int8_blocks, or "int8" for per-channel weights, when the CPU has a
+        fast kernel for it, AVX512-VNNI or AVX2, and x is finite; for any
+        number of rows).
         """
         packed = PackedWeightsLowBit.quantize(
             weight,

@@ -150,8 +150,9 @@ Immutable. See docs/formats.md, "Weight-only group formats".
         "input_dtype=\"bfloat16\"), returns float32 [..., N]. activations: \"float32\" "
         "(float FMAs), \"int8\" (rows of x quantized dynamically to uint8, exact int8 "
         "products; adds activation-quantization error), \"int8_blocks\" (x quantized to int8 "
-        "with one scale per weight group, exact int8 products) or \"auto\" (int8_blocks when "
-        "the CPU has a fast kernel for it: AVX512-VNNI or AVX2; and x is finite; whatever "
+        "with one scale per weight group, exact int8 products) or \"auto\" (int8_blocks, or int8 "
+        "for per-channel weights, when the CPU has a fast kernel for it: AVX512-VNNI or AVX2; and "
+        "x is finite; whatever "
         "the number of rows; docs/numerics.md).");
   m.def(
       "weight_only_activations",

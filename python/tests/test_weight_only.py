@@ -213,8 +213,10 @@ def test_activations_auto_picks_the_documented_path(rng, bits, group_size):
         Q.set_isa(isa)
         try:
             # int4 and int8 codes alike: AVX-512 VNNI or AVX2 kernels; the reference tier has none.
-            want = "int8_blocks" if isa != "reference" else "float32"
-            explicit = Q.WeightOnlyLinear(auto.weight, None, want)
+            # Grouped weights: block-wise scales; per-channel: per-row scales (finer there).
+            want = ("int8_blocks" if group_size else "int8_dynamic") if isa != "reference" else "float32"
+            name = {"int8_blocks": "int8_blocks", "int8_dynamic": "int8", "float32": "float32"}[want]
+            explicit = Q.WeightOnlyLinear(auto.weight, None, name)
             for m in (1, 3, 16, 40):
                 assert auto.activation_path(m) == want, (isa, m)
                 x = rng.standard_normal((m, 128)).astype(np.float32)

@@ -263,8 +263,9 @@ WeightOnlyActivations resolve_with(const kernels::KernelTable& kt, const WeightO
                                    const weight_only::PackedView& v) {
   if (options.activations != WeightOnlyActivations::automatic) return options.activations;
   const bool fits = v.group_length <= int8_max_group;
-  return (fits && weight_only::int8_kernel_is_fast(kt, v.bits)) ? WeightOnlyActivations::int8_blocks
-                                                                : WeightOnlyActivations::float32;
+  if (!fits || !weight_only::int8_kernel_is_fast(kt, v.bits)) return WeightOnlyActivations::float32;
+  // One group per row: a block would be the whole row, where the per-row affine scale is finer.
+  return v.groups > 1 ? WeightOnlyActivations::int8_blocks : WeightOnlyActivations::int8_dynamic;
 }
 
 }  // namespace

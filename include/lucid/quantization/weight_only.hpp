@@ -15,9 +15,9 @@
 // rounding bound of docs/numerics.md; they never depend on the thread count.
 // Where a fast kernel exists (AVX512-VNNI or AVX2: every x86 tier) the default
 // (automatic) instead quantizes x to int8 in blocks, one scale per weight group, and multiplies
-// exactly in int32 (WeightOnlyActivations::int8_blocks; "Block-wise activation scales"; per-row
-// uint8 is int8_dynamic), for any M; on those paths a row's result never depends on the other
-// rows of the call.
+// exactly in int32 (WeightOnlyActivations::int8_blocks; "Block-wise activation scales"; for
+// per-channel weights per-row uint8, int8_dynamic), for any M; on those paths a row's result
+// never depends on the other rows of the call.
 #pragma once
 
 #include <cstdint>
@@ -161,9 +161,11 @@ class PackedWeightsLowBit {
 ///   activation scales"). The same bits on every tier. At groups of 32 its
 ///   activation error is q8_0's, a third to a half of int8_dynamic's
 ///   (docs/performance.md). Throws Error for non-finite x; needs every group ≤ 65536 long.
-/// - automatic: int8_blocks when the active tier has a fast int8 kernel
-///   (AVX-512 on a CPU with AVX512-VNNI, AVX2; not the reference tier),
-///   every group is ≤ 65536 long and x is finite; float32 otherwise. The choice does not depend on
+/// - automatic: when the active tier has a fast int8 kernel (AVX-512 on a CPU
+///   with AVX512-VNNI, AVX2; not the reference tier), every group is ≤ 65536
+///   long and x is finite: int8_blocks for weights with several groups per row,
+///   int8_dynamic for one group per row (per-channel: there the per-row affine
+///   scale is the finer one); float32 otherwise. The choice does not depend on
 ///   M, and on the int8 paths each output row depends only on its own row of x (the same bits
 ///   alone or in a batch; the float32 path's rounding depends on M).
 enum class WeightOnlyActivations : std::uint8_t { float32, int8_dynamic, automatic, int8_blocks };
@@ -195,7 +197,7 @@ WeightOnlyActivations resolve_activations(const WeightOnlyOptions& options, std:
 /// other than float32 / bfloat16. Non-finite x propagates as IEEE arithmetic
 /// does. Safe to call from several threads at once with distinct outputs.
 /// `options` picks the activation arithmetic (WeightOnlyActivations; the
-/// default, automatic, is int8_blocks where a fast kernel exists).
+/// default, automatic, is int8_blocks, or int8_dynamic per-channel, where a fast kernel exists).
 void weight_only_gemm(const void* x, ScalarType x_type, std::int64_t m, std::int64_t x_row_stride,
                       const PackedWeightsLowBit& w, const float* bias, float* y,
                       std::int64_t y_row_stride, const WeightOnlyOptions& options = {});
