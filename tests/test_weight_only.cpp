@@ -165,6 +165,38 @@ TEST(WeightOnlyPacking, FromQuantizedSignedAffine) {
 }
 
 // Per-tensor parameters are replicated per output channel (reported back as per-channel).
+// The search grid's negative scales survive to_quantized() (scale −s, codes −q − 1, zero
+// point −1: positive QParams scales) and from_quantized() (back to symmetric, negative scales):
+// the same codes, scales and product bits.
+TEST(WeightOnlyPacking, NegativeScalesRoundTripThroughQuantizedTensor) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  const std::int64_t n = 21, k = 100;
+  const std::vector<float> w = gaussian(static_cast<std::size_t>(n * k), rng);
+  const std::vector<float> x = gaussian(static_cast<std::size_t>(3 * k), rng);
+  for (const int bits : {4, 8}) {
+    const auto packed = Q::PackedWeightsLowBit::quantize(
+        w.data(), n, k, k, make_format(bits, 32, true, Q::ScaleType::f16));
+    const std::vector<float> s = packed.scales();
+    ASSERT_TRUE(std::any_of(s.begin(), s.end(), [](float v) { return v < 0; }));
+    const Q::QuantizedTensor qt = packed.to_quantized();
+    EXPECT_EQ(qt.qparams().qscheme, Q::QScheme::PER_CHANNEL_AFFINE);
+    for (const float v : qt.qparams().scale)
+      ASSERT_GT(v, 0.0f);
+    for (const std::int32_t z : qt.qparams().zero_point)
+      ASSERT_TRUE(z == 0 || z == -1);
+    const Q::Tensor deq = Q::dequantize(qt);
+    const std::vector<float> decoded = packed.decode();
+    for (std::size_t i = 0; i < decoded.size(); ++i)
+      ASSERT_EQ(decoded[i], deq.floats()[i]) << i;
+    const auto back = Q::PackedWeightsLowBit::from_quantized(qt);
+    EXPECT_TRUE(back.format().symmetric);
+    EXPECT_EQ(back.codes(), packed.codes());
+    EXPECT_EQ(back.scales(), packed.scales());
+    for (const auto a : {Q::WeightOnlyActivations::float32, Q::WeightOnlyActivations::int8_blocks})
+      EXPECT_EQ(run(x, 3, back, nullptr, a), run(x, 3, packed, nullptr, a));
+  }
+}
+
 TEST(WeightOnlyPacking, FromQuantizedPerTensor) {
   std::mt19937_64 rng(Q::testing::test_seed());
   const std::int64_t n = 18, k = 45;
