@@ -154,18 +154,11 @@ bool stage_rows(const kernels::KernelTable& kt, const float* xs, std::int64_t st
 // nothing, when a row is not finite and `fallback` is set; throws naming it otherwise.
 bool stage_blocks(const float* xs, std::int64_t stride, std::int64_t m,
                   const weight_only::PackedView& v, bool fallback, StagedRows& out) {
-  for (std::int64_t r = 0; r < m; ++r) {
-    const float* row = xs + r * stride;
-    if (!std::all_of(row, row + v.k, [](float x) { return std::isfinite(x); })) {
-      if (fallback) return false;
-      detail::throw_first_nonfinite(
-          row, v.k, r, {"weight_only_gemm: x", "int8_blocks activations must be finite"});
-    }
-  }
   out.stride = (v.k_padded + 63) / 64 * 64;
   out.xq.assign(static_cast<std::size_t>(m * out.stride), 0);
   out.block_scales.assign(static_cast<std::size_t>(m * v.groups), 0.0f);
   out.code_sums.assign(out.block_scales.size(), 0);
+  std::vector<char> finite(static_cast<std::size_t>(m), 1);
   const int pieces = kernels::threads_for(m * v.k);
   kernels::parallel_pieces(m, pieces, 1, [&](int, std::int64_t begin, std::int64_t end) {
     for (std::int64_t r = begin; r < end; ++r) {
@@ -174,17 +167,30 @@ bool stage_blocks(const float* xs, std::int64_t stride, std::int64_t m,
         const std::int64_t k0 = j * v.group_length;
         const std::int64_t len = std::min(v.group_length, v.k - k0);
         const float* x = xs + r * stride + k0;
-        float amax = 0.0f;
-        for (std::int64_t t = 0; t < len; ++t)
-          amax = std::max(amax, std::abs(x[t]));
+        // max |x| on the bit patterns with the sign cleared: for finite floats their integer
+        // order; at or above the infinity pattern the block holds an inf or a NaN. (An integer
+        // loop the compiler vectorises.)
+        std::int32_t top = 0;
+        for (std::int64_t t = 0; t < len; ++t) {
+          std::int32_t bits;
+          std::memcpy(&bits, x + t, 4);
+          bits &= 0x7fffffff;
+          top = bits > top ? bits : top;
+        }
+        if (top >= 0x7f800000) {
+          finite[static_cast<std::size_t>(r)] = 0;
+          break;
+        }
+        float amax;
+        std::memcpy(&amax, &top, 4);
         const float scale = amax / 127.0f;
         const float inverse = scale != 0.0f ? 1.0f / scale : 0.0f;
         std::int32_t sum = 0;
         for (std::int64_t t = 0; t < len; ++t) {
-          // nearbyint of the float product (|x · inverse| ≤ 127 + rounding) in two additions: a
-          // loop the compiler vectorises, no libm call per element.
-          const double code = kernels::round_half_even(static_cast<double>(x[t] * inverse));
-          const auto q = static_cast<std::int32_t>(std::clamp(code, -127.0, 127.0));
+          // nearbyint of the float product, clamped first to the integer limits (the same
+          // codes), in two float additions: a loop the compiler vectorises.
+          const auto q = static_cast<std::int32_t>(
+              kernels::round_half_even(std::clamp(x[t] * inverse, -127.0f, 127.0f)));
           dst[k0 + t] = static_cast<std::uint8_t>(static_cast<std::int8_t>(q));
           sum += q;
         }
@@ -195,6 +201,12 @@ bool stage_blocks(const float* xs, std::int64_t stride, std::int64_t m,
       if (v.bits == 4) interleave_int4_blocks(dst, v.k_padded);
     }
   });
+  for (std::int64_t r = 0; r < m; ++r) {
+    if (finite[static_cast<std::size_t>(r)] != 0) continue;
+    if (fallback) return false;
+    detail::throw_first_nonfinite(
+        xs + r * stride, v.k, r, {"weight_only_gemm: x", "int8_blocks activations must be finite"});
+  }
   return true;
 }
 
