@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "core/qparams_formula.hpp"
+#include "kernels/qparams_spec.hpp"
 #include "lucid/quantization/error.hpp"
 #include "support/param_layout.hpp"
 
@@ -43,30 +44,15 @@ void check_eps(float eps) {
 
 namespace detail {
 
-// One (scale, zero_point) pair, computed in float32 exactly as PyTorch's
-// observers do so that results agree bit for bit.
+kernels::RangeRule range_rule(QScheme qscheme, const QDtype& qdtype, float eps) {
+  return {is_symmetric(qscheme), static_cast<std::int32_t>(qdtype.quant_min()),
+          static_cast<std::int32_t>(qdtype.quant_max()),
+          static_cast<std::int32_t>(qdtype.symmetric_zero_point()), eps};
+}
+
 std::pair<float, std::int32_t> qparams_for_range(float min_val, float max_val, QScheme qscheme,
                                                  const QDtype& qdtype, float eps) {
-  const float min_neg = std::min(min_val, 0.0f);
-  const float max_pos = std::max(max_val, 0.0f);
-  const auto qmin = static_cast<double>(qdtype.quant_min());
-  const auto qmax = static_cast<double>(qdtype.quant_max());
-  float scale;
-  if (is_symmetric(qscheme)) {
-    const float half_range = static_cast<float>((qmax - qmin) / 2.0);
-    scale = std::max(-min_neg, max_pos) / half_range;
-  } else {
-    scale = (max_pos - min_neg) / static_cast<float>(qmax - qmin);
-    if (!std::isfinite(scale)) {  // max - min overflowed float32: redo it in double
-      scale = static_cast<float>((static_cast<double>(max_pos) - min_neg) / (qmax - qmin));
-    }
-  }
-  scale = std::max(scale, eps);
-  if (is_symmetric(qscheme)) {
-    return {scale, static_cast<std::int32_t>(qdtype.symmetric_zero_point())};
-  }
-  const double shifted = qmin - static_cast<double>(std::nearbyint(min_neg / scale));
-  return {scale, static_cast<std::int32_t>(std::clamp(shifted, qmin, qmax))};
+  return kernels::qparams_of_range(min_val, max_val, range_rule(qscheme, qdtype, eps));
 }
 
 }  // namespace detail

@@ -2,6 +2,7 @@
 // n % 8 elements go to the reference kernel, which computes the same bits.
 #include "kernels/avx2/kernels.hpp"
 #include "kernels/avx2/simd.hpp"
+#include "kernels/qparams_spec.hpp"
 
 namespace lucid::quantization::kernels::avx2 {
 namespace {
@@ -190,11 +191,53 @@ void dequantize_vec__avx2(const void* codes, std::int64_t n, const float* scale,
       out + k);
 }
 
-// Each group through the same code as quantize__avx2, inlined (no call per group).
+// 32 codes of one group at x + k: the clamped, rounded steps packed to int16 with signed
+// saturation (exact: |step| <= 255), the zero point added there (wrapping: a NaN lane's
+// 0x80000000 saturates to 0x8000 and keeps exactly the zero point in its low byte), the low
+// bytes packed and one dword permute restoring the order.
+template <FloatType T>
+inline void group_codes32(const void* x, std::int64_t k, __m256 inv, __m256 lo, __m256 hi,
+                          __m256i zero16, std::int8_t* codes) {
+  const auto steps = [&](std::int64_t at) {
+    const __m256 y = _mm256_mul_ps(load8<T>(x, at), inv);
+    return _mm256_cvtps_epi32(_mm256_min_ps(hi, _mm256_max_ps(lo, y)));
+  };
+  const __m256i low_byte = _mm256_set1_epi16(0xff);
+  const __m256i w01 = _mm256_packs_epi32(steps(k), steps(k + lanes));
+  const __m256i w23 = _mm256_packs_epi32(steps(k + 2 * lanes), steps(k + 3 * lanes));
+  const __m256i c01 = _mm256_and_si256(_mm256_add_epi16(w01, zero16), low_byte);
+  const __m256i c23 = _mm256_and_si256(_mm256_add_epi16(w23, zero16), low_byte);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + k),
+                      _mm256_permutevar8x32_epi32(_mm256_packus_epi16(c01, c23), order));
+}
+
+// Groups of a multiple of 32 elements go through group_codes32 (the grid's bounds minus the
+// zero point converted once per change of zero point, so once per call for symmetric schemes);
+// other sizes go group by group through the same code as quantize__avx2. The grid fits 8 bits.
 template <FloatType T>
 void quantize_groups__avx2(const void* x, std::int64_t groups, std::int64_t group_size,
                            const float* inv_scale, const float* scale,
                            const std::int32_t* zero_point, Grid grid, std::int8_t* codes) {
+  if (groups > 0 && group_size % (4 * lanes) == 0) {
+    std::int32_t z = zero_point[0];
+    __m256 lo = _mm256_set1_ps(static_cast<float>(grid.quant_min - z));
+    __m256 hi = _mm256_set1_ps(static_cast<float>(grid.quant_max - z));
+    __m256i zero16 = _mm256_set1_epi16(static_cast<std::int16_t>(z));
+    for (std::int64_t g = 0; g < groups; ++g) {
+      if (zero_point[g] != z) {
+        z = zero_point[g];
+        lo = _mm256_set1_ps(static_cast<float>(grid.quant_min - z));
+        hi = _mm256_set1_ps(static_cast<float>(grid.quant_max - z));
+        zero16 = _mm256_set1_epi16(static_cast<std::int16_t>(z));
+      }
+      const __m256 inv = _mm256_set1_ps(inv_scale[g]);
+      const std::int64_t begin = g * group_size;
+      for (std::int64_t k = begin; k < begin + group_size; k += 4 * lanes)
+        group_codes32<T>(x, k, inv, lo, hi, zero16, codes);
+    }
+    return;
+  }
   for (std::int64_t g = 0; g < groups; ++g) {
     const void* xg = input_at<T>(x, g * group_size);
     const Affine p{inv_scale[g], scale[g], zero_point[g]};
@@ -206,6 +249,66 @@ void quantize_groups__avx2(const void* x, std::int64_t groups, std::int64_t grou
     }
     codes += group_size;
   }
+}
+
+// Zero points of 8 affine groups: clamp(qmin - nearbyint(min_neg / scale), qmin, qmax), the
+// difference and the clamp in double as in the spec.
+inline __m256i affine_zero_points(__m256 min_neg, __m256 scale, const RangeRule& rule) {
+  const __m256 steps =
+      _mm256_round_ps(_mm256_div_ps(min_neg, scale), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256d qmin = _mm256_set1_pd(rule.quant_min), qmax = _mm256_set1_pd(rule.quant_max);
+  const auto clamped = [&](__m128 half) {
+    const __m256d shifted = _mm256_sub_pd(qmin, _mm256_cvtps_pd(half));
+    return _mm256_cvtpd_epi32(_mm256_min_pd(qmax, _mm256_max_pd(qmin, shifted)));
+  };
+  return _mm256_inserti128_si256(_mm256_castsi128_si256(clamped(_mm256_castps256_ps128(steps))),
+                                 clamped(_mm256_extractf128_ps(steps, 1)), 1);
+}
+
+// The spec (qparams_spec.hpp) 8 groups at a time. std::min(v, 0) is _mm256_min_ps(0, v) and
+// std::max likewise (the same operand returned on ties, so the same zero signs); 8 groups whose
+// affine scale overflowed float32 (the spec redoes it in double) and the last groups % 8 go
+// through the scalar spec.
+void group_qparams__avx2(const float* mins, const float* maxs, std::int64_t groups,
+                         const RangeRule& rule, float* inverse, float* scales,
+                         std::int32_t* zero_points) {
+  const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
+  const __m256 eps = _mm256_set1_ps(rule.eps), inf = _mm256_set1_ps(__builtin_inff());
+  const double span = static_cast<double>(rule.quant_max) - rule.quant_min;
+  const __m256 divisor = _mm256_set1_ps(static_cast<float>(rule.symmetric ? span / 2.0 : span));
+  const auto spec = [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t g = begin; g < end; ++g) {
+      const Affine p = group_affine(mins[g], maxs[g], rule);
+      inverse[g] = p.inv_scale;
+      scales[g] = p.scale;
+      zero_points[g] = p.zero_point;
+    }
+  };
+  std::int64_t g = 0;
+  for (; g + lanes <= groups; g += lanes) {
+    const __m256 lo = _mm256_loadu_ps(mins + g), hi = _mm256_loadu_ps(maxs + g);
+    const __m256 none = _mm256_cmp_ps(lo, hi, _CMP_GT_OQ);  // saw nothing finite: [0, 0]
+    const __m256 min_neg = _mm256_min_ps(zero, _mm256_andnot_ps(none, lo));
+    const __m256 max_pos = _mm256_max_ps(zero, _mm256_andnot_ps(none, hi));
+    __m256 scale;
+    if (rule.symmetric) {
+      const __m256 magnitude = _mm256_xor_ps(min_neg, _mm256_set1_ps(-0.0f));
+      scale = _mm256_div_ps(_mm256_max_ps(max_pos, magnitude), divisor);
+    } else {
+      scale = _mm256_div_ps(_mm256_sub_ps(max_pos, min_neg), divisor);
+      if (_mm256_movemask_ps(_mm256_cmp_ps(scale, inf, _CMP_EQ_OQ)) != 0) {
+        spec(g, g + lanes);
+        continue;
+      }
+    }
+    scale = _mm256_max_ps(eps, scale);
+    _mm256_storeu_ps(scales + g, scale);
+    _mm256_storeu_ps(inverse + g, _mm256_div_ps(one, scale));
+    const __m256i z = rule.symmetric ? _mm256_set1_epi32(rule.symmetric_zero_point)
+                                     : affine_zero_points(min_neg, scale, rule);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(zero_points + g), z);
+  }
+  spec(g, groups);
 }
 
 template <FloatType T>
@@ -232,6 +335,7 @@ void fill_for_code(KernelTable& table) {
 }  // namespace
 
 void fill_quantize_kernels(KernelTable& table) {
+  table.group_qparams = group_qparams__avx2;
   fill_for_input<FloatType::f32>(table);
   fill_for_input<FloatType::f16>(table);
   fill_for_input<FloatType::bf16>(table);
