@@ -212,29 +212,46 @@ inline void group_codes32(const void* x, std::int64_t k, __m256 inv, __m256 lo, 
                       _mm256_permutevar8x32_epi32(_mm256_packus_epi16(c01, c23), order));
 }
 
-// Groups of a multiple of 32 elements go through group_codes32 (the grid's bounds minus the
-// zero point converted once per change of zero point, so once per call for symmetric schemes);
-// other sizes go group by group through the same code as quantize__avx2. The grid fits 8 bits.
+// Groups of `size` (V * 32 elements, or group_size when V is 0) through group_codes32, the grid's
+// bounds minus the zero point converted once per change of zero point (once per call for
+// symmetric schemes).
+template <FloatType T, int V>
+void group_codes(const void* x, std::int64_t groups, std::int64_t group_size,
+                 const float* inv_scale, const std::int32_t* zero_point, Grid grid,
+                 std::int8_t* codes) {
+  const std::int64_t size = V > 0 ? V * 4 * lanes : group_size;
+  std::int32_t z = zero_point[0];
+  __m256 lo = _mm256_set1_ps(static_cast<float>(grid.quant_min - z));
+  __m256 hi = _mm256_set1_ps(static_cast<float>(grid.quant_max - z));
+  __m256i zero16 = _mm256_set1_epi16(static_cast<std::int16_t>(z));
+  for (std::int64_t g = 0; g < groups; ++g) {
+    if (zero_point[g] != z) {
+      z = zero_point[g];
+      lo = _mm256_set1_ps(static_cast<float>(grid.quant_min - z));
+      hi = _mm256_set1_ps(static_cast<float>(grid.quant_max - z));
+      zero16 = _mm256_set1_epi16(static_cast<std::int16_t>(z));
+    }
+    const __m256 inv = _mm256_set1_ps(inv_scale[g]);
+    for (std::int64_t k = g * size; k < (g + 1) * size; k += 4 * lanes)
+      group_codes32<T>(x, k, inv, lo, hi, zero16, codes);
+  }
+}
+
+// Groups of a multiple of 32 elements go through group_codes (unrolled for 32, 64 and 128); other
+// sizes go group by group through the same code as quantize__avx2. The grid fits 8 bits.
 template <FloatType T>
 void quantize_groups__avx2(const void* x, std::int64_t groups, std::int64_t group_size,
                            const float* inv_scale, const float* scale,
                            const std::int32_t* zero_point, Grid grid, std::int8_t* codes) {
   if (groups > 0 && group_size % (4 * lanes) == 0) {
-    std::int32_t z = zero_point[0];
-    __m256 lo = _mm256_set1_ps(static_cast<float>(grid.quant_min - z));
-    __m256 hi = _mm256_set1_ps(static_cast<float>(grid.quant_max - z));
-    __m256i zero16 = _mm256_set1_epi16(static_cast<std::int16_t>(z));
-    for (std::int64_t g = 0; g < groups; ++g) {
-      if (zero_point[g] != z) {
-        z = zero_point[g];
-        lo = _mm256_set1_ps(static_cast<float>(grid.quant_min - z));
-        hi = _mm256_set1_ps(static_cast<float>(grid.quant_max - z));
-        zero16 = _mm256_set1_epi16(static_cast<std::int16_t>(z));
-      }
-      const __m256 inv = _mm256_set1_ps(inv_scale[g]);
-      const std::int64_t begin = g * group_size;
-      for (std::int64_t k = begin; k < begin + group_size; k += 4 * lanes)
-        group_codes32<T>(x, k, inv, lo, hi, zero16, codes);
+    if (group_size == 32) {
+      group_codes<T, 1>(x, groups, group_size, inv_scale, zero_point, grid, codes);
+    } else if (group_size == 64) {
+      group_codes<T, 2>(x, groups, group_size, inv_scale, zero_point, grid, codes);
+    } else if (group_size == 128) {
+      group_codes<T, 4>(x, groups, group_size, inv_scale, zero_point, grid, codes);
+    } else {
+      group_codes<T, 0>(x, groups, group_size, inv_scale, zero_point, grid, codes);
     }
     return;
   }

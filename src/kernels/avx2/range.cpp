@@ -165,30 +165,23 @@ inline void exact_group(const void* x, std::int64_t begin, std::int64_t end, flo
   *max = horizontal_max(hi);
 }
 
-// Groups of whole vectors, 8 groups at a time: a plain min / max per group (group_bounds), the
-// 8 results reduced into one vector per bound (reduce_lanes8); 8 groups that hold a NaN (a lane
-// `unordered`) or an infinity (a bound at +-Inf: the plain min / max keep infinities) are re-run
-// on the exact path. The last groups % 8 go one by one; other group sizes go group by group
-// through minmax__avx2.
-template <FloatType T>
-void minmax_groups__avx2(const void* x, std::int64_t groups, std::int64_t group_size, float* mins,
-                         float* maxs) {
-  if (group_size % lanes != 0) {
-    for (std::int64_t g = 0; g < groups; ++g) {
-      mins[g] = __builtin_inff();
-      maxs[g] = -__builtin_inff();
-      minmax__avx2<T>(input_at<T>(x, g * group_size), group_size, mins + g, maxs + g);
-    }
-    return;
-  }
+// Whole batches of 8 groups of whole vectors (V of them, or group_size / 8 when V is 0): a plain
+// min / max per group (group_bounds), the 8 results reduced into one vector per bound
+// (reduce_lanes8); a batch that holds a NaN (a lane `unordered`) or an infinity (a bound at
+// +-Inf: the plain min / max keep infinities) is re-run on the exact path. Returns the groups
+// done.
+template <FloatType T, int V>
+std::int64_t group_batches(const void* x, std::int64_t groups, std::int64_t group_size, float* mins,
+                           float* maxs) {
+  const std::int64_t size = V > 0 ? V * lanes : group_size;
   const __m256 pos_inf = _mm256_set1_ps(__builtin_inff());
   const __m256 neg_inf = _mm256_set1_ps(-__builtin_inff());
   std::int64_t g = 0;
   for (; g + lanes <= groups; g += lanes) {
     __m256 lo[lanes], hi[lanes], unordered = _mm256_setzero_ps();
     for (int i = 0; i < lanes; ++i) {
-      const std::int64_t begin = (g + i) * group_size;
-      group_bounds<T>(x, begin, begin + group_size, lo[i], hi[i], unordered);
+      const std::int64_t begin = (g + i) * size;
+      group_bounds<T>(x, begin, begin + size, lo[i], hi[i], unordered);
     }
     const __m256 low = reduce_lanes8(lo, [](__m256 a, __m256 b) { return _mm256_min_ps(a, b); });
     const __m256 high = reduce_lanes8(hi, [](__m256 a, __m256 b) { return _mm256_max_ps(a, b); });
@@ -200,11 +193,33 @@ void minmax_groups__avx2(const void* x, std::int64_t groups, std::int64_t group_
       continue;
     }
     for (int i = 0; i < lanes; ++i) {
-      const std::int64_t begin = (g + i) * group_size;
-      exact_group<T>(x, begin, begin + group_size, mins + g + i, maxs + g + i);
+      const std::int64_t begin = (g + i) * size;
+      exact_group<T>(x, begin, begin + size, mins + g + i, maxs + g + i);
     }
   }
-  for (; g < groups; ++g) {
+  return g;
+}
+
+// Groups of whole vectors go in batches of 8 (group_batches, unrolled for the common sizes 32,
+// 64 and 128), the last groups % 8 one by one; other group sizes go group by group through
+// minmax__avx2.
+template <FloatType T>
+void minmax_groups__avx2(const void* x, std::int64_t groups, std::int64_t group_size, float* mins,
+                         float* maxs) {
+  if (group_size % lanes != 0) {
+    for (std::int64_t g = 0; g < groups; ++g) {
+      mins[g] = __builtin_inff();
+      maxs[g] = -__builtin_inff();
+      minmax__avx2<T>(input_at<T>(x, g * group_size), group_size, mins + g, maxs + g);
+    }
+    return;
+  }
+  const std::int64_t done =
+      group_size == 32    ? group_batches<T, 4>(x, groups, group_size, mins, maxs)
+      : group_size == 64  ? group_batches<T, 8>(x, groups, group_size, mins, maxs)
+      : group_size == 128 ? group_batches<T, 16>(x, groups, group_size, mins, maxs)
+                          : group_batches<T, 0>(x, groups, group_size, mins, maxs);
+  for (std::int64_t g = done; g < groups; ++g) {
     const std::int64_t begin = g * group_size;
     __m256 lo, hi, unordered = _mm256_setzero_ps();
     group_bounds<T>(x, begin, begin + group_size, lo, hi, unordered);
