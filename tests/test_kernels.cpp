@@ -466,6 +466,54 @@ TEST_P(KernelTier, RequantizeMatchesReference) {
   }
 }
 
+// The 8-bit quantize kernels' fast blocks (no float clamp, saturating int16 packs) and the blocks
+// they redo: mostly finite steps, ties and steps beyond the grid and beyond int16 (|step| up to
+// 40000), with one block each holding a NaN, +-Inf, +-3e38, a step of exactly -32768, a tie that
+// rounds to -32768 or 32768, a denormal, around clean blocks; every 8-bit grid, random zero
+// points and scales, every input type, a ragged tail.
+TEST_P(KernelTier, QuantizeInt8BlocksMatchReference) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  std::uniform_int_distribution<int> kind(0, 7), step(-300, 300), far(-40000, 40000);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  const std::int64_t block = 256, n = 14 * block + 37;
+  for (const K::FloatType t : float_types) {
+    for (const K::Grid grid : grids_for(K::CodeWidth::b8)) {
+      for (int round = 0; round < 4; ++round) {
+        const float scale = random_scale(rng);
+        const K::Affine p{1.0f / scale, scale, random_zero_point(rng, grid)};
+        Guarded x(static_cast<std::size_t>(n) * (t == K::FloatType::f32 ? 4 : 2), 0);
+        for (std::int64_t k = 0; k < n; ++k) {
+          const int c = kind(rng);
+          const float v = c == 0   ? (static_cast<float>(step(rng)) + 0.5f) * scale
+                          : c == 1 ? static_cast<float>(far(rng)) * scale
+                                   : unit(rng) * scale * 300.0f;
+          put(x, t, k, v);
+        }
+        const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
+                                  INFINITY,
+                                  -INFINITY,
+                                  3e38f,
+                                  -3e38f,
+                                  -32768.0f * scale,
+                                  -32767.5f * scale,
+                                  32767.5f * scale,
+                                  1e-40f};
+        for (std::size_t i = 0; i < std::size(specials); ++i) {
+          const auto b = static_cast<std::int64_t>(2 * i + 1) % 14;  // odd blocks; even ones clean
+          put(x, t, b * block + (b * 37 + round) % block, specials[i]);
+        }
+        Guarded expected(static_cast<std::size_t>(n), 0), actual(static_cast<std::size_t>(n), 1);
+        reference().quantize[int(t)][0](x.data(), n, p, grid, expected.data());
+        tier().quantize[int(t)][0](x.data(), n, p, grid, actual.data());
+        ASSERT_EQ(actual.payload(), expected.payload())
+            << "type " << int(t) << ", grid [" << grid.quant_min << ", " << grid.quant_max
+            << "], scale " << scale << ", zero point " << p.zero_point;
+        ASSERT_TRUE(actual.intact());
+      }
+    }
+  }
+}
+
 // The fused per-group kernels: group sizes on and off the 8-lane vectors (odd and even vector
 // counts, multiples of 32), 8-group batches that are clean or hold a NaN, a +Inf, a -Inf or
 // nothing finite (the exact re-run), a last partial batch, every 8-bit grid, per-group

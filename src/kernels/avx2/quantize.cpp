@@ -43,13 +43,113 @@ inline __m256i wide_codes(__m256 x, const Lanes& p, Grid grid) {
   return _mm256_blendv_epi8(codes, p.zero, nan);
 }
 
-// 8-bit codes 32 at a time: the low byte of every lane, as store8 keeps it (a NaN lane's low
-// byte is its zero point). Returns the elements done.
-template <FloatType T, class Params>
-std::int64_t quantize_bytes32(const void* x, std::int64_t n, const Params& params,
-                              std::int8_t* codes) {
-  const auto code = [&](std::int64_t k) { return narrow_codes(load8<T>(x, k), params.at(k)); };
+// 32 codes of x + k with one (inv, lo, hi, zero point): the clamped, rounded steps packed to int16
+// with signed saturation (exact: |step| <= 255), the zero point added there (wrapping: a NaN lane's
+// 0x80000000 saturates to 0x8000 and keeps exactly the zero point in its low byte), the low
+// bytes packed and one dword permute restoring the order.
+template <FloatType T>
+inline void codes32(const void* x, std::int64_t k, __m256 inv, __m256 lo, __m256 hi, __m256i zero16,
+                    std::int8_t* codes) {
+  const auto steps = [&](std::int64_t at) {
+    const __m256 y = _mm256_mul_ps(load8<T>(x, at), inv);
+    return _mm256_cvtps_epi32(_mm256_min_ps(hi, _mm256_max_ps(lo, y)));
+  };
+  const __m256i low_byte = _mm256_set1_epi16(0xff);
+  const __m256i w01 = _mm256_packs_epi32(steps(k), steps(k + lanes));
+  const __m256i w23 = _mm256_packs_epi32(steps(k + 2 * lanes), steps(k + 3 * lanes));
+  const __m256i c01 = _mm256_and_si256(_mm256_add_epi16(w01, zero16), low_byte);
+  const __m256i c23 = _mm256_and_si256(_mm256_add_epi16(w23, zero16), low_byte);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + k),
+                      _mm256_permutevar8x32_epi32(_mm256_packus_epi16(c01, c23), order));
+}
+
+// An 8-bit grid for saturating_codes32: the zero point and the grid's ends in int16 lanes.
+struct ByteGrid {
+  __m256i zero16, lo16, hi16;
+};
+
+inline ByteGrid byte_grid(std::int32_t zero_point, Grid grid) {
+  return {_mm256_set1_epi16(static_cast<std::int16_t>(zero_point)),
+          _mm256_set1_epi16(static_cast<std::int16_t>(grid.quant_min)),
+          _mm256_set1_epi16(static_cast<std::int16_t>(grid.quant_max))};
+}
+
+// 32 codes of x + k without the float clamp: the rounded steps packed to int16 with signed
+// saturation, the zero point added with saturation, clamped to the grid in int16 unless the grid
+// is a whole signed or unsigned byte (Clamp false: the byte pack's saturation is the clamp),
+// packed to bytes with the grid's signedness, one dword permute restoring the order. Exact for
+// every lane whose packed step is above -32768: beyond int16 a step saturates as its code does.
+// A NaN or |x * inv| >= 2^31 (0x80000000 from the conversion) or a step <= -32768 packs to
+// -32768; `lowest` keeps the smallest packed step for the caller to redo such codes.
+template <FloatType T, bool Signed, bool Clamp>
+inline void saturating_codes32(const void* x, std::int64_t k, __m256 inv, const ByteGrid& g,
+                               __m256i& lowest, std::int8_t* codes) {
+  const auto steps = [&](std::int64_t at) {
+    return _mm256_cvtps_epi32(_mm256_mul_ps(load8<T>(x, at), inv));
+  };
+  const __m256i w01 = _mm256_packs_epi32(steps(k), steps(k + lanes));
+  const __m256i w23 = _mm256_packs_epi32(steps(k + 2 * lanes), steps(k + 3 * lanes));
+  lowest = _mm256_min_epi16(lowest, _mm256_min_epi16(w01, w23));
+  __m256i c01 = _mm256_adds_epi16(w01, g.zero16), c23 = _mm256_adds_epi16(w23, g.zero16);
+  if constexpr (Clamp) {
+    c01 = _mm256_min_epi16(g.hi16, _mm256_max_epi16(g.lo16, c01));
+    c23 = _mm256_min_epi16(g.hi16, _mm256_max_epi16(g.lo16, c23));
+  }
+  const __m256i bytes = Signed ? _mm256_packs_epi16(c01, c23) : _mm256_packus_epi16(c01, c23);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + k),
+                      _mm256_permutevar8x32_epi32(bytes, order));
+}
+
+// Elements per block of saturating_blocks: 8 rounds of 32.
+constexpr std::int64_t saturating_block = 8 * 4 * lanes;
+
+// Whole blocks through saturating_codes32; a block where a packed step reached -32768 (NaN, huge
+// values, steps far below the grid) is redone by codes32, whose float clamp handles them. Returns
+// the elements done.
+template <FloatType T, bool Signed, bool Clamp>
+std::int64_t saturating_blocks(const void* x, std::int64_t n, const Lanes& p, Grid grid,
+                               std::int8_t* codes) {
+  const ByteGrid g = byte_grid(_mm256_cvtsi256_si32(p.zero), grid);
+  const __m256i floor16 = _mm256_set1_epi16(-32768);
   std::int64_t k = 0;
+  for (; k + saturating_block <= n; k += saturating_block) {
+    __m256i lowest = _mm256_set1_epi16(32767);
+    for (std::int64_t j = k; j < k + saturating_block; j += 4 * lanes)
+      saturating_codes32<T, Signed, Clamp>(x, j, p.inv, g, lowest, codes);
+    if (_mm256_movemask_epi8(_mm256_cmpeq_epi16(lowest, floor16)) == 0) continue;
+    for (std::int64_t j = k; j < k + saturating_block; j += 4 * lanes)
+      codes32<T>(x, j, p.inv, p.lo, p.hi, g.zero16, codes);
+  }
+  return k;
+}
+
+// 8-bit codes 32 at a time: the low byte of every lane, as store8 keeps it (a NaN lane's low
+// byte is its zero point). One zero point for all goes in blocks through saturating_blocks, then
+// 32 at a time through codes32. Returns the elements done.
+template <FloatType T, class Params>
+std::int64_t quantize_bytes32(const void* x, std::int64_t n, const Params& params, Grid grid,
+                              std::int8_t* codes) {
+  std::int64_t k = 0;
+  if constexpr (Params::uniform) {
+    const Lanes& p = params.lanes;
+    const bool is_signed = grid.quant_min < 0;
+    const bool whole_byte = is_signed ? grid.quant_min == -128 && grid.quant_max == 127
+                                      : grid.quant_min == 0 && grid.quant_max == 255;
+    if (is_signed) {
+      k = whole_byte ? saturating_blocks<T, true, false>(x, n, p, grid, codes)
+                     : saturating_blocks<T, true, true>(x, n, p, grid, codes);
+    } else {
+      k = whole_byte ? saturating_blocks<T, false, false>(x, n, p, grid, codes)
+                     : saturating_blocks<T, false, true>(x, n, p, grid, codes);
+    }
+    const __m256i zero16 = _mm256_packs_epi32(p.zero, p.zero);  // |zero point| <= 255: exact
+    for (; k + 4 * lanes <= n; k += 4 * lanes)
+      codes32<T>(x, k, p.inv, p.lo, p.hi, zero16, codes);
+    return k;
+  }
+  const auto code = [&](std::int64_t at) { return narrow_codes(load8<T>(x, at), params.at(at)); };
   for (; k + 4 * lanes <= n; k += 4 * lanes) {
     store32_low_bytes(codes + k, code(k), code(k + lanes), code(k + 2 * lanes),
                       code(k + 3 * lanes));
@@ -63,7 +163,7 @@ std::int64_t quantize_lanes(const void* x, std::int64_t n, const Params& params,
                             void* codes) {
   std::int64_t k = 0;
   if constexpr (W == CodeWidth::b8)
-    k = quantize_bytes32<T>(x, n, params, static_cast<std::int8_t*>(codes));
+    k = quantize_bytes32<T>(x, n, params, grid, static_cast<std::int8_t*>(codes));
   for (; k + lanes <= n; k += lanes) {
     const Lanes p = params.at(k);
     if constexpr (W == CodeWidth::b32) {
@@ -191,28 +291,7 @@ void dequantize_vec__avx2(const void* codes, std::int64_t n, const float* scale,
       out + k);
 }
 
-// 32 codes of one group at x + k: the clamped, rounded steps packed to int16 with signed
-// saturation (exact: |step| <= 255), the zero point added there (wrapping: a NaN lane's
-// 0x80000000 saturates to 0x8000 and keeps exactly the zero point in its low byte), the low
-// bytes packed and one dword permute restoring the order.
-template <FloatType T>
-inline void group_codes32(const void* x, std::int64_t k, __m256 inv, __m256 lo, __m256 hi,
-                          __m256i zero16, std::int8_t* codes) {
-  const auto steps = [&](std::int64_t at) {
-    const __m256 y = _mm256_mul_ps(load8<T>(x, at), inv);
-    return _mm256_cvtps_epi32(_mm256_min_ps(hi, _mm256_max_ps(lo, y)));
-  };
-  const __m256i low_byte = _mm256_set1_epi16(0xff);
-  const __m256i w01 = _mm256_packs_epi32(steps(k), steps(k + lanes));
-  const __m256i w23 = _mm256_packs_epi32(steps(k + 2 * lanes), steps(k + 3 * lanes));
-  const __m256i c01 = _mm256_and_si256(_mm256_add_epi16(w01, zero16), low_byte);
-  const __m256i c23 = _mm256_and_si256(_mm256_add_epi16(w23, zero16), low_byte);
-  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + k),
-                      _mm256_permutevar8x32_epi32(_mm256_packus_epi16(c01, c23), order));
-}
-
-// Groups of `size` (V * 32 elements, or group_size when V is 0) through group_codes32, the grid's
+// Groups of `size` (V * 32 elements, or group_size when V is 0) through codes32, the grid's
 // bounds minus the zero point converted once per change of zero point (once per call for
 // symmetric schemes).
 template <FloatType T, int V>
@@ -233,7 +312,7 @@ void group_codes(const void* x, std::int64_t groups, std::int64_t group_size,
     }
     const __m256 inv = _mm256_set1_ps(inv_scale[g]);
     for (std::int64_t k = g * size; k < (g + 1) * size; k += 4 * lanes)
-      group_codes32<T>(x, k, inv, lo, hi, zero16, codes);
+      codes32<T>(x, k, inv, lo, hi, zero16, codes);
   }
 }
 
