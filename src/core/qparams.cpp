@@ -47,17 +47,19 @@ void check_eps(float eps) {
 bool entries_valid(const QParams& q) {
   const auto quant_min = static_cast<std::int32_t>(q.qdtype.quant_min());
   const auto quant_max = static_cast<std::int32_t>(q.qdtype.quant_max());
-  const bool symmetric = is_symmetric(q.qscheme);
+  const int symmetric = is_symmetric(q.qscheme) ? 1 : 0;
   const auto pinned = static_cast<std::int32_t>(q.qdtype.symmetric_zero_point());
   const float largest = std::numeric_limits<float>::max();
-  bool valid = true;
+  const float* scales = q.scale.data();
+  const std::int32_t* zero_points = q.zero_point.data();
+  int bad = 0;
   for (std::size_t i = 0; i < q.scale.size(); ++i) {
-    const float s = q.scale[i];
-    const std::int32_t z = q.zero_point[i];
-    valid &= (s > 0.0f) & (s <= largest) & (z >= quant_min) & (z <= quant_max) &
-             (!symmetric | (z == pinned));
+    const float s = scales[i];
+    const std::int32_t z = zero_points[i];
+    bad |= !(s > 0.0f) | !(s <= largest) | (z < quant_min) | (z > quant_max) |
+           (symmetric & (z != pinned));
   }
-  return valid;
+  return bad == 0;
 }
 
 }  // namespace
