@@ -564,6 +564,19 @@ TEST_P(KernelTier, GroupRangesAndCodesMatchReference) {
         ASSERT_EQ(actual.payload(), expected.payload())
             << at << ", grid [" << grid.quant_min << ", " << grid.quant_max << "]";
         ASSERT_TRUE(actual.intact()) << at;
+        // Batch 1 alone: a call without NaN or Inf (the fast paths end to end).
+        const auto* clean = static_cast<const unsigned char*>(x.data()) +
+                            8 * size * (t == K::FloatType::f32 ? 4 : 2);
+        Guarded expected1(static_cast<std::size_t>(8 * size), 0),
+            actual1(static_cast<std::size_t>(8 * size), 1);
+        reference().quantize_groups[int(t)](clean, 8, size, inv.data() + 8, scales.data() + 8,
+                                            zero_points.data() + 8, grid,
+                                            expected1.as<std::int8_t>());
+        tier().quantize_groups[int(t)](clean, 8, size, inv.data() + 8, scales.data() + 8,
+                                       zero_points.data() + 8, grid, actual1.as<std::int8_t>());
+        ASSERT_EQ(actual1.payload(), expected1.payload())
+            << at << ", groups 8-15, grid [" << grid.quant_min << ", " << grid.quant_max << "]";
+        ASSERT_TRUE(actual1.intact()) << at;
       }
     }
   }

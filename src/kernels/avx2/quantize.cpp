@@ -293,7 +293,7 @@ void dequantize_vec__avx2(const void* codes, std::int64_t n, const float* scale,
 
 // Groups of `size` (V * 32 elements, or group_size when V is 0) through codes32, the grid's
 // bounds minus the zero point converted once per change of zero point (once per call for
-// symmetric schemes). Prefetches the input after the call's groups (a hint: never faults).
+// symmetric schemes).
 template <FloatType T, int V>
 void group_codes(const void* x, std::int64_t groups, std::int64_t group_size,
                  const float* inv_scale, const std::int32_t* zero_point, Grid grid,
@@ -311,31 +311,74 @@ void group_codes(const void* x, std::int64_t groups, std::int64_t group_size,
       zero16 = _mm256_set1_epi16(static_cast<std::int16_t>(z));
     }
     const __m256 inv = _mm256_set1_ps(inv_scale[g]);
+    for (std::int64_t k = g * size; k < (g + 1) * size; k += 4 * lanes)
+      codes32<T>(x, k, inv, lo, hi, zero16, codes);
+  }
+}
+
+// group_codes on saturating_codes32 (no float clamp); when a packed step reached -32768 (NaN,
+// huge values) the whole call is redone by group_codes. Prefetches the input after the call's
+// groups (a hint: never faults).
+template <FloatType T, int V, bool Signed, bool Clamp>
+void saturating_group_codes(const void* x, std::int64_t groups, std::int64_t group_size,
+                            const float* inv_scale, const std::int32_t* zero_point, Grid grid,
+                            std::int8_t* codes) {
+  const std::int64_t size = V > 0 ? V * 4 * lanes : group_size;
+  ByteGrid bytes = byte_grid(zero_point[0], grid);
+  __m256i lowest = _mm256_set1_epi16(32767);
+  for (std::int64_t g = 0; g < groups; ++g) {
+    if (g > 0 && zero_point[g] != zero_point[g - 1])
+      bytes.zero16 = _mm256_set1_epi16(static_cast<std::int16_t>(zero_point[g]));
+    const __m256 inv = _mm256_set1_ps(inv_scale[g]);
     // The group as far ahead as the call reaches, the next run's range pass reads it: memory
     // keeps streaming while the codes are computed from cache (about 10 % less time at 256 MB).
     const char* ahead = static_cast<const char*>(input_at<T>(x, (groups + g) * size));
     for (std::int64_t b = 0; b < size * (T == FloatType::f32 ? 4 : 2); b += 64)
       _mm_prefetch(ahead + b, _MM_HINT_T2);
     for (std::int64_t k = g * size; k < (g + 1) * size; k += 4 * lanes)
-      codes32<T>(x, k, inv, lo, hi, zero16, codes);
+      saturating_codes32<T, Signed, Clamp>(x, k, inv, bytes, lowest, codes);
+  }
+  if (_mm256_movemask_epi8(_mm256_cmpeq_epi16(lowest, _mm256_set1_epi16(-32768))) != 0)
+    group_codes<T, V>(x, groups, group_size, inv_scale, zero_point, grid, codes);
+}
+
+template <FloatType T, int V>
+void group_codes_for_grid(const void* x, std::int64_t groups, std::int64_t group_size,
+                          const float* inv_scale, const std::int32_t* zero_point, Grid grid,
+                          std::int8_t* codes) {
+  if (grid.quant_min < 0) {
+    if (grid.quant_min == -128 && grid.quant_max == 127) {
+      saturating_group_codes<T, V, true, false>(x, groups, group_size, inv_scale, zero_point, grid,
+                                                codes);
+    } else {
+      saturating_group_codes<T, V, true, true>(x, groups, group_size, inv_scale, zero_point, grid,
+                                               codes);
+    }
+  } else if (grid.quant_min == 0 && grid.quant_max == 255) {
+    saturating_group_codes<T, V, false, false>(x, groups, group_size, inv_scale, zero_point, grid,
+                                               codes);
+  } else {
+    saturating_group_codes<T, V, false, true>(x, groups, group_size, inv_scale, zero_point, grid,
+                                              codes);
   }
 }
 
-// Groups of a multiple of 32 elements go through group_codes (unrolled for 32, 64 and 128); other
-// sizes go group by group through the same code as quantize__avx2. The grid fits 8 bits.
+// Groups of a multiple of 32 elements go through group_codes_for_grid (unrolled for 32, 64 and
+// 128); other sizes go group by group through the same code as quantize__avx2. The grid fits 8
+// bits.
 template <FloatType T>
 void quantize_groups__avx2(const void* x, std::int64_t groups, std::int64_t group_size,
                            const float* inv_scale, const float* scale,
                            const std::int32_t* zero_point, Grid grid, std::int8_t* codes) {
   if (groups > 0 && group_size % (4 * lanes) == 0) {
     if (group_size == 32) {
-      group_codes<T, 1>(x, groups, group_size, inv_scale, zero_point, grid, codes);
+      group_codes_for_grid<T, 1>(x, groups, group_size, inv_scale, zero_point, grid, codes);
     } else if (group_size == 64) {
-      group_codes<T, 2>(x, groups, group_size, inv_scale, zero_point, grid, codes);
+      group_codes_for_grid<T, 2>(x, groups, group_size, inv_scale, zero_point, grid, codes);
     } else if (group_size == 128) {
-      group_codes<T, 4>(x, groups, group_size, inv_scale, zero_point, grid, codes);
+      group_codes_for_grid<T, 4>(x, groups, group_size, inv_scale, zero_point, grid, codes);
     } else {
-      group_codes<T, 0>(x, groups, group_size, inv_scale, zero_point, grid, codes);
+      group_codes_for_grid<T, 0>(x, groups, group_size, inv_scale, zero_point, grid, codes);
     }
     return;
   }
