@@ -108,15 +108,6 @@ std::vector<float> q8_k_round_trip(const std::vector<float>& x) {
   return out;
 }
 
-std::vector<float> ggml_round_trip(Q::GgmlType type, const std::vector<float>& v, std::int64_t rows,
-                                   std::int64_t cols) {
-  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(Q::ggml_row_size(type, cols) * rows));
-  Q::ggml_quantize_rows(type, v.data(), bytes.data(), rows, cols, nullptr);
-  std::vector<float> out(v.size());
-  Q::ggml_dequantize_rows(type, bytes.data(), out.data(), rows, cols);
-  return out;
-}
-
 Q::WeightOnlyFormat make(int bits, std::int64_t group, bool symmetric, Q::ScaleType scales,
                          Q::WeightOnlyGrid grid = Q::WeightOnlyGrid::search) {
   Q::WeightOnlyFormat f;
@@ -160,12 +151,13 @@ struct Errors {
 // ggml's errors: float x and x rounded as its vec_dot partner (q8_K for Q4_K, else q8_0).
 Errors ggml_errors(const Problem& p, Q::GgmlType type) {
   Errors e;
-  const std::vector<float> decoded = ggml_round_trip(type, p.w, p.n, p.k);
+  const std::vector<float> decoded = Q::ggml_round_trip_rows(type, p.w.data(), p.n, p.k);
   for (std::size_t t = 0; t < p.xs.size(); ++t) {
     e.float_x.add(p.ref[t], product(decoded, p.xs[t], p.n, p.k));
-    const std::vector<float> xq = type == Q::GgmlType::Q4_K
-                                      ? q8_k_round_trip(p.xs[t])
-                                      : ggml_round_trip(Q::GgmlType::Q8_0, p.xs[t], 1, p.k);
+    const std::vector<float> xq =
+        type == Q::GgmlType::Q4_K
+            ? q8_k_round_trip(p.xs[t])
+            : Q::ggml_round_trip_rows(Q::GgmlType::Q8_0, p.xs[t].data(), 1, p.k);
     e.int8_x.add(p.ref[t], product(decoded, xq, p.n, p.k));
   }
   return e;
@@ -380,6 +372,18 @@ Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      std::printf(
+          "usage: bench_weight_only [--quick] [--shapes FILE] [--accuracy-only] [--cpu-time]\n"
+          "                         [--n N] [--k K] [--trials T] [--reps R] [--min-time S]\n"
+          "                         [--l3-mib MIB] [--seed S]\n"
+          "Output error of lucidq's weight-only formats against ggml's Q4_0 / Q4_K / Q8_0 at\n"
+          "equal bits per weight (W N x K, default 4096 x 4096, Gaussian and Student-t(3)), then\n"
+          "each format's speed beside its bits per weight and error (--quick: N = K = 4096,\n"
+          "M = 1, 16, 64; --shapes: a bench/shapes file). --cpu-time: one thread, timed by CPU\n"
+          "time. LUCIDQ_ISA pins the kernel tier. See docs/performance.md.\n");
+      std::exit(0);
+    }
     if (flag == "--quick") {
       o.quick = true;
       continue;

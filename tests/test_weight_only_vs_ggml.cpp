@@ -18,15 +18,6 @@ namespace {
 
 constexpr std::int64_t n = 512, k = 2048, m = 16;
 
-std::vector<float> ggml_round_trip(Q::GgmlType type, const std::vector<float>& v, std::int64_t rows,
-                                   std::int64_t cols) {
-  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(Q::ggml_row_size(type, cols) * rows));
-  Q::ggml_quantize_rows(type, v.data(), bytes.data(), rows, cols, nullptr);
-  std::vector<float> out(v.size());
-  Q::ggml_dequantize_rows(type, bytes.data(), out.data(), rows, cols);
-  return out;
-}
-
 // y[r, c] = Σ_t w[c, t] · x[r, t] in double.
 std::vector<double> product(const std::vector<float>& w, const std::vector<float>& x) {
   std::vector<double> y(static_cast<std::size_t>(m * n), 0.0);
@@ -58,9 +49,10 @@ struct Errors {
 // ggml: its decode times x, and times x rounded as q8_0 (Q4_0's and Q8_0's vec_dot partner).
 Errors ggml_errors(Q::GgmlType type, const std::vector<float>& w, const std::vector<float>& x,
                    const std::vector<double>& ref) {
-  const std::vector<float> decoded = ggml_round_trip(type, w, n, k);
+  const std::vector<float> decoded = Q::ggml_round_trip_rows(type, w.data(), n, k);
   return {relative_error(product(decoded, x), ref),
-          relative_error(product(decoded, ggml_round_trip(Q::GgmlType::Q8_0, x, m, k)), ref)};
+          relative_error(
+              product(decoded, Q::ggml_round_trip_rows(Q::GgmlType::Q8_0, x.data(), m, k)), ref)};
 }
 
 // lucidq: float32 activations, and block-wise int8 activations (groups of 32, as q8_0).
@@ -119,7 +111,7 @@ void compare(bool student) {
     EXPECT_LE(ours.int8_x, theirs.int8_x) << dist << " " << p.name << " int8 x";
   }
   // Q4_K (4.5 bits, affine with 6-bit sub-scales) is not matched yet: printed, not asserted.
-  const std::vector<float> q4k = ggml_round_trip(Q::GgmlType::Q4_K, w, n, k);
+  const std::vector<float> q4k = Q::ggml_round_trip_rows(Q::GgmlType::Q4_K, w.data(), n, k);
   std::printf("[ error ] %s 4.5 bits: ggml Q4_K %.5f (float x) -- not yet matched by lucidq\n",
               dist, relative_error(product(q4k, x), ref));
 }
