@@ -63,6 +63,11 @@ def parse_args(argv):
     p.add_argument("--gptq-act-order", action="store_true",
                    help="GPTQ with act-order (and static groups)")
     p.add_argument("--gptq-damp", type=float, default=0.01, help="GPTQ's percent_damp")
+    p.add_argument("--gptq-one-pass", action="store_true",
+                   help="GPTQ's statistics from the float model in one pass (--quick's "
+                        "default) instead of sequentially, each Linear after the ones before it "
+                        "are quantized (one calibration pass per Linear)")
+    p.add_argument("--awq-no-clip", action="store_true", help="AWQ without its clip search")
     p.add_argument("--resamples", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0, help="bootstrap and calibration seed")
     p.add_argument("--no-digits", action="store_true", help="skip the digits MLP")
@@ -125,17 +130,19 @@ def evaluate_lm(args, corpus):
     _log(f"float: {bootstrap.bits_per_byte(float_bits, chunk_bytes):.4f} bits/byte "
          f"({len(chunks)} held-out chunks of {seq} bytes, {float_eval:.0f} s)")
     stats = methods.float_statistics(model, calibration)
-    gptq_options = {"percent_damp": args.gptq_damp}
+    gptq_options = {"percent_damp": args.gptq_damp,
+                    "sequential": not (args.gptq_one_pass or args.quick)}
     if args.gptq_act_order:
         gptq_options.update(act_order=True, static_groups=True)
 
+    awq_options = {"clip": not args.awq_no_clip}
     rows = [{"setting": "float", "method": "float", "bits": float_bits}]
     for setting in args.settings:
         for method in args.methods:
             t = time.time()
             qmodel, results = methods.quantize_model(
                 model, method, setting, calibration, stats,
-                gptq_options if method == "gptq" else None)
+                {"gptq": gptq_options, "awq": awq_options}.get(method))
             q_seconds = time.time() - t
             if not args.fake_quant:
                 methods.to_weight_only_modules(qmodel, results)
@@ -170,7 +177,7 @@ def evaluate_lm(args, corpus):
             "chunks": len(chunks), "chunk_bytes": seq, "calibration_sequences": args.calibration,
             "resamples": args.resamples, "seed": args.seed,
             "evaluation": "fake-quant" if args.fake_quant else "weight-only modules",
-            "gptq": gptq_options, "seconds": time.time() - t0}
+            "gptq": gptq_options, "awq": awq_options, "seconds": time.time() - t0}
 
 
 def markdown_table(lm):
