@@ -107,12 +107,12 @@ def evaluate_lm(args, corpus):
     quick_ckpt = os.path.join(args.cache, "lm-quick.pt")
     full_ckpt = os.path.join(args.cache, "lm.pt")
     if args.quick and not os.path.exists(full_ckpt) and not args.retrain:
-        model, train_seconds = train.load_or_train(quick_ckpt, corpus["train"], QUICK_TRAIN, log=_log)
+        model, train_seconds = train.load_or_train(quick_ckpt, corpus["train"], QUICK_TRAIN,
+                                                   log=_log)
         config = QUICK_TRAIN
     else:
-        if args.retrain and os.path.exists(full_ckpt):
-            os.remove(full_ckpt)
-        model, train_seconds = train.load_or_train(full_ckpt, corpus["train"], log=_log)
+        model, train_seconds = train.load_or_train(full_ckpt, corpus["train"], log=_log,
+                                                   retrain=args.retrain)
         config = train.TRAIN_CONFIG
     seq = config["seq"]
     chunks = train.held_out_chunks(corpus["held_out"], seq, args.chunks)

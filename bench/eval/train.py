@@ -72,10 +72,11 @@ def train_lm(train_bytes, config, log=_print):
     return model
 
 
-def load_or_train(path, train_bytes, config=TRAIN_CONFIG, log=_print):
-    """The cached model at `path` when its stored config equals `config`, else a newly trained
-    one, saved atomically to `path`. Returns (model, seconds spent training or 0.0)."""
-    if os.path.exists(path):
+def load_or_train(path, train_bytes, config=TRAIN_CONFIG, log=_print, retrain=False):
+    """The cached model at `path` when its stored config equals `config` (and not `retrain`),
+    else a newly trained one, saved atomically to `path`. Returns (model, seconds spent
+    training or 0.0)."""
+    if os.path.exists(path) and not retrain:
         saved = torch.load(path)
         if saved.get("config") == config:
             model = ByteLM(config["layers"], config["d"], config["heads"], config["mlp"],
