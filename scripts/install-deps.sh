@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages lucidq needs, only those missing (apt-get, as root or via sudo).
-# Usage: scripts/install-deps.sh [build|test|bench|all]   (default: all = build + test;
-# bench = build + what -DLUCIDQ_BUILD_BENCH=ON uses, kept out of `all`, which scripts/test.sh runs)
+# Usage: scripts/install-deps.sh [build|test|bench|eval|all]   (default: all = build + test;
+# bench = build + what -DLUCIDQ_BUILD_BENCH=ON uses, eval = build + what bench/eval/run.py uses;
+# both kept out of `all`, which scripts/test.sh runs)
 set -euo pipefail
 
 build_packages=(
@@ -23,12 +24,20 @@ bench_packages=(
   ocl-icd-opencl-dev  # Debian's dnnl-config.cmake requires OpenCL (only Recommended by libdnnl-dev)
 )
 
+# bench/eval/run.py: the man-page corpus the byte LM trains on, torch at OpenBLAS speed, and
+# the digits MLP's scikit-learn data set.
+eval_packages=(
+  manpages manpages-dev
+  python3-torch python3-numpy python3-sklearn libopenblas0
+)
+
 want=("${build_packages[@]}")
 case "${1:-all}" in
   build) ;;
   test|all) want+=("${test_packages[@]}") ;;
   bench) want+=("${bench_packages[@]}") ;;
-  *) echo "install-deps: unknown set '$1' (expected build, test, bench or all)" >&2; exit 2 ;;
+  eval) want+=("${eval_packages[@]}") ;;
+  *) echo "install-deps: unknown set '$1' (expected build, test, bench, eval or all)" >&2; exit 2 ;;
 esac
 
 missing=()
