@@ -1,5 +1,5 @@
 // GPTQ: RTN's codes for H = c·I and as damping grows, the synthetic-layer gains (and no gain),
-// act-order, bad inputs.
+// thread-count independence, act-order, bad inputs.
 #include "lucid/quantization/gptq.hpp"
 
 #include <gtest/gtest.h>
@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "algorithm_test_data.hpp"
+#include "lucid/quantization/runtime.hpp"
 #include "test_support.hpp"
 
 namespace Q = lucid::quantization;
@@ -131,6 +132,33 @@ TEST(Gptq, IndependentInputsStayWithinRtnBand) {
             << "\n";
   EXPECT_GE(ratio, 0.9);
   EXPECT_LE(ratio, 1.2);
+}
+
+TEST(Gptq, CodesAndLossDoNotDependOnTheThreadCount) {
+  // The in-block updates run row by row over the threads: 160 x 640 is enough for 3 pieces.
+  std::mt19937_64 rng(Q::testing::test_seed());
+  const std::int64_t n = 160;
+  const std::int64_t k = 640;
+  const auto w = gaussian(rng, n, k, 0.05f);
+  const auto h = hessian_of(activations(rng, 2 * k, k, 0.9), k);
+  const Q::TensorView view(w, {n, k});
+  const int threads = Q::num_threads();
+  for (const bool act_order : {false, true}) {
+    SCOPED_TRACE(act_order ? "act-order" : "in order");
+    Q::GptqOptions options;
+    options.grid = {Q::quint4, false, 32};
+    options.block_size = 64;
+    options.act_order = act_order;
+    Q::set_num_threads(1);
+    const auto one = Q::gptq_quantize(view, h, options);
+    for (const int count : {2, 3}) {
+      Q::set_num_threads(count);
+      const auto many = Q::gptq_quantize(view, h, options);
+      expect_same_quantized(many.quantized, one.quantized);
+      EXPECT_EQ(many.loss, one.loss);
+    }
+  }
+  Q::set_num_threads(threads);
 }
 
 TEST(Gptq, ActOrderGroupsCarryGIdxAndPermutedColumns) {

@@ -237,7 +237,7 @@ def quantize_file(input, output, *, type="Q8_0", imatrix=None, pure=False,
                   progress=None):
     """``lucidq quantize INPUT -o OUTPUT --type TYPE``: a GGUF (or safetensors) file into a GGUF
     file with llama-quantize's preset `type` and per-tensor mixture, an optional llama.cpp
-    imatrix file, its flags, recipe rules naming "ggml_type" (first match wins), and, for a
+    imatrix file (or lucidq calibration statistics, their per-column mean squares), its flags, recipe rules naming "ggml_type" (first match wins), and, for a
     safetensors input, `metadata` to write (see write()). Returns the report as a dict
     (per tensor: ggml types, bytes, bits per weight, MSE, SQNR, max error)."""
     recipe_json = recipe_path = None

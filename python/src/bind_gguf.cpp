@@ -219,7 +219,7 @@ void bind_gguf(py::module_& m) {
         options.progress = progress_callback(progress);
         std::optional<Q::ImportanceMatrix> imatrix;
         if (imatrix_path) {
-          imatrix = Q::load_imatrix(*imatrix_path);
+          imatrix = Q::load_importance_matrix(*imatrix_path);
           options.imatrix = &*imatrix;
         }
         Q::CheckpointReport report;

@@ -11,6 +11,7 @@
 
 #include "algorithms/linalg.hpp"
 #include "algorithms/weight_matrix.hpp"
+#include "kernels/parallel.hpp"
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/quantize.hpp"
 
@@ -70,15 +71,22 @@ GptqResult gptq_quantize(const TensorView& weight, std::span<const double> hessi
     std::stable_sort(perm.begin(), perm.end(),
                      [&](std::int64_t a, std::int64_t b) { return h[a * k + a] > h[b * k + b]; });
   }
-  std::vector<double> wp(wd.size());
-  std::vector<double> u(h.size());
-  for (std::int64_t r = 0; r < n; ++r) {
-    for (std::int64_t c = 0; c < k; ++c)
-      wp[r * k + c] = wd[r * k + perm[c]];
-  }
-  for (std::int64_t i = 0; i < k; ++i) {
-    for (std::int64_t j = 0; j < k; ++j)
-      u[i * k + j] = h[perm[i] * k + perm[j]];
+  std::vector<double> wp;  // W and H with columns (and H's rows) in quantization order
+  std::vector<double> u;
+  if (options.act_order) {
+    wp.resize(wd.size());
+    u.resize(h.size());
+    for (std::int64_t r = 0; r < n; ++r) {
+      for (std::int64_t c = 0; c < k; ++c)
+        wp[r * k + c] = wd[r * k + perm[c]];
+    }
+    for (std::int64_t i = 0; i < k; ++i) {
+      for (std::int64_t j = 0; j < k; ++j)
+        u[i * k + j] = h[perm[i] * k + perm[j]];
+    }
+  } else {
+    wp = std::move(wd);
+    u = std::move(h);
   }
   double mean_diag = 0;
   for (std::int64_t j = 0; j < k; ++j)
@@ -96,48 +104,59 @@ GptqResult gptq_quantize(const TensorView& weight, std::span<const double> hessi
       u[j * k + j] = 1;
   }
 
-  std::vector<std::int32_t> codes(wp.size());  // in permuted column order
-  std::vector<float> deq(wp.size());
-  double loss = 0;
+  // Written in place: the dequantized weight in the original column order, the codes in the
+  // stored layout (activation order when the groups are formed in it).
+  const bool groups_in_activation_order = options.act_order && !options.static_groups && g > 0;
+  result.dequantized = Tensor(ScalarType::float32, Shape{n, k});
+  float* out = result.dequantized.data_as<float>();
+  std::vector<std::int32_t> stored(wp.size());
+  std::vector<double> row_loss(static_cast<std::size_t>(n), 0.0);
+  std::vector<double> block;
+  std::vector<double> errors;
+  const int threads = kernels::threads_for(n * k);
   for (std::int64_t i1 = 0; i1 < k; i1 += options.block_size) {
     const std::int64_t i2 = std::min(i1 + options.block_size, k);
     const std::int64_t count = i2 - i1;
-    std::vector<double> block(static_cast<std::size_t>(n * count));
-    std::vector<double> errors(block.size());
-    for (std::int64_t r = 0; r < n; ++r) {
-      std::copy_n(wp.data() + r * k + i1, count, block.data() + r * count);
-    }
-    for (std::int64_t i = 0; i < count; ++i) {
+    // The group of each column of the block; groups starting in the block take their parameters
+    // from the weights as they stood at the start of the block (wp has no in-block updates).
+    std::vector<std::int64_t> group_of(static_cast<std::size_t>(count), 0);
+    for (std::int64_t i = 0; i < count && g > 0; ++i) {
       const std::int64_t col = i1 + i;
-      const double d = u[col * k + col];
-      std::int64_t gi = 0;
-      if (g > 0) {
-        if (options.static_groups) {
-          gi = perm[col] / g;
-        } else {
-          gi = col / g;
-          if (col % g == 0) {  // the weights as they stood at the start of this block
-            detail::row_group_qparams(wp.data(), n, k, col, std::min(g, k - col), grid,
-                                      scale.data() + gi, zero.data() + gi, groups);
-          }
-        }
-      }
-      const double* urow = u.data() + col * k + i1;
-      for (std::int64_t r = 0; r < n; ++r) {
-        double* row = block.data() + r * count;
-        const float s = scale[r * groups + gi];
-        const std::int32_t z = zero[r * groups + gi];
-        const std::int32_t code = quantize_value(static_cast<float>(row[i]), s, z, grid.qdtype);
-        const float q = dequantize_value(code, s, z);
-        codes[r * k + col] = code;
-        deq[r * k + col] = q;
-        const double err = (row[i] - q) / d;
-        loss += err * err;
-        for (std::int64_t j = i; j < count; ++j)
-          row[j] -= err * urow[j];
-        errors[r * count + i] = err;
+      group_of[i] = options.static_groups ? perm[col] / g : col / g;
+      if (!options.static_groups && col % g == 0) {
+        detail::row_group_qparams(wp.data(), n, k, col, std::min(g, k - col), grid,
+                                  scale.data() + group_of[i], zero.data() + group_of[i], groups);
       }
     }
+    block.resize(static_cast<std::size_t>(n * count));
+    errors.resize(block.size());
+    // Rows are independent within a block: each row's columns are quantized in order, each error
+    // spread over the row's later block columns (the same operations, in the same order, as
+    // column by column over all rows), so the codes do not depend on the thread count.
+    kernels::parallel_pieces(n, threads, 1, [&](int, std::int64_t begin, std::int64_t end) {
+      for (std::int64_t r = begin; r < end; ++r) {
+        double* row = block.data() + r * count;
+        double* row_errors = errors.data() + r * count;
+        std::copy_n(wp.data() + r * k + i1, count, row);
+        double sum = 0;
+        for (std::int64_t i = 0; i < count; ++i) {
+          const std::int64_t col = i1 + i;
+          const float s = scale[r * groups + group_of[i]];
+          const std::int32_t z = zero[r * groups + group_of[i]];
+          const std::int32_t code = quantize_value(static_cast<float>(row[i]), s, z, grid.qdtype);
+          const float q = dequantize_value(code, s, z);
+          stored[r * k + (groups_in_activation_order ? col : perm[col])] = code;
+          out[r * k + perm[col]] = q;
+          const double err = (row[i] - q) / u[col * k + col];
+          sum += err * err;
+          const double* urow = u.data() + col * k + i1;
+          for (std::int64_t j = i; j < count; ++j)
+            row[j] -= err * urow[j];
+          row_errors[i] = err;
+        }
+        row_loss[r] += sum;
+      }
+    });
     if (i2 < k) {  // the lazy update of every later column: W[:, i2:] -= E · U[i1:i2, i2:]
       cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(n),
                   static_cast<int>(k - i2), static_cast<int>(count), -1.0, errors.data(),
@@ -145,24 +164,14 @@ GptqResult gptq_quantize(const TensorView& weight, std::span<const double> hessi
                   wp.data() + i2, static_cast<int>(k));
     }
   }
+  const double loss = std::accumulate(row_loss.begin(), row_loss.end(), 0.0);
   result.loss = loss / 2;
 
-  const bool groups_in_activation_order = options.act_order && !options.static_groups && g > 0;
   result.g_idx.assign(static_cast<std::size_t>(k), 0);
   for (std::int64_t c = 0; c < k; ++c) {
     if (g > 0) {
       result.g_idx[perm[c]] =
           static_cast<std::int32_t>(groups_in_activation_order ? c / g : perm[c] / g);
-    }
-  }
-  result.dequantized = Tensor(ScalarType::float32, Shape{n, k});
-  float* out = result.dequantized.data_as<float>();
-  std::vector<std::int32_t> stored(codes.size());
-  for (std::int64_t r = 0; r < n; ++r) {
-    for (std::int64_t c = 0; c < k; ++c) {
-      out[r * k + perm[c]] = deq[r * k + c];
-      const std::int64_t column = groups_in_activation_order ? c : perm[c];
-      stored[r * k + column] = codes[r * k + c];
     }
   }
   result.permutation = perm;

@@ -38,19 +38,28 @@ void check_hessian(std::span<const double> hessian, std::int64_t features, const
                 " = " + std::to_string(k * k) + " entries for K = " + std::to_string(k) + ", got " +
                 std::to_string(hessian.size()));
   }
-  for (std::size_t i = 0; i < k; ++i) {
-    for (std::size_t j = 0; j < k; ++j) {
-      const double a = hessian[i * k + j];
-      if (!std::isfinite(a)) {
-        throw Error(std::string(what) + ": entry (" + std::to_string(i) + ", " + std::to_string(j) +
-                    ") is not finite; expected finite statistics");
-      }
-      const double b = hessian[j * k + i];
-      if (j > i && std::abs(a - b) > 1e-6 * std::max({std::abs(a), std::abs(b), 1e-300})) {
-        throw Error(std::string(what) + ": not symmetric at (" + std::to_string(i) + ", " +
-                    std::to_string(j) + "): " + std::to_string(a) + " vs " + std::to_string(b));
+  constexpr std::size_t tile = 64;  // (i, j) against (j, i) tile by tile: both stay in cache
+  for (std::size_t i0 = 0; i0 < k; i0 += tile) {
+    for (std::size_t j0 = i0; j0 < k; j0 += tile) {
+      for (std::size_t i = i0; i < std::min(k, i0 + tile); ++i) {
+        for (std::size_t j = std::max(j0, i); j < std::min(k, j0 + tile); ++j) {
+          const double a = hessian[i * k + j];
+          const double b = hessian[j * k + i];
+          if (!std::isfinite(a) || !std::isfinite(b)) {
+            const bool upper_bad = !std::isfinite(a);
+            throw Error(std::string(what) + ": entry (" + std::to_string(upper_bad ? i : j) + ", " +
+                        std::to_string(upper_bad ? j : i) +
+                        ") is not finite; expected finite statistics");
+          }
+          if (j > i && std::abs(a - b) > 1e-6 * std::max({std::abs(a), std::abs(b), 1e-300})) {
+            throw Error(std::string(what) + ": not symmetric at (" + std::to_string(i) + ", " +
+                        std::to_string(j) + "): " + std::to_string(a) + " vs " + std::to_string(b));
+          }
+        }
       }
     }
+  }
+  for (std::size_t i = 0; i < k; ++i) {
     if (hessian[i * k + i] < 0) {
       throw Error(std::string(what) + ": diagonal entry " + std::to_string(i) + " is " +
                   std::to_string(hessian[i * k + i]) + "; expected >= 0 (a sum of squares)");

@@ -44,6 +44,44 @@ WeightGrid grid_for(std::string_view name, const Shape& shape, const QuantSettin
   return WeightGrid{s.qdtype, is_symmetric(s.qscheme), s.group_size};
 }
 
+// An importance matrix feeds weighted-rtn only (no Hessian, no other statistics), and never
+// beside a statistics file.
+void check_importance_use(const WeightQuantizerOptions& options) {
+  const std::string file = options.importance->path + " (a llama.cpp importance matrix)";
+  if (options.statistics) {
+    throw Error("give one statistics file, not both " + options.statistics->path + " and " + file);
+  }
+  if (options.method == WeightMethod::weighted_rtn) return;
+  throw Error(
+      std::string("method ") + method_name(options.method) + ": " + file +
+      " holds one weight per input column, which only --method weighted-rtn uses; expected " +
+      (options.method == WeightMethod::gptq
+           ? "lucidq calibration statistics with the Hessian (docs/formats.md)"
+           : "no --calibration, or lucidq calibration statistics for the tr(dW H dW^T) report"));
+}
+
+// The imatrix weights of tensor `name` [N, K]: one per input column, or Error naming the tensor.
+const std::vector<float>& imatrix_entry(const ImportanceMatrix& imatrix, std::string_view name,
+                                        const Shape& shape) {
+  const std::vector<float>* values = imatrix.find(name);
+  if (values == nullptr) {
+    const std::string first =
+        imatrix.entries.empty() ? "" : ", the first '" + imatrix.entries.begin()->first + "'";
+    throw Error("weighted-rtn: " + imatrix.path + " (" + imatrix.format + " imatrix, " +
+                std::to_string(imatrix.entries.size()) +
+                (imatrix.entries.size() == 1 ? " entry" : " entries") + first +
+                ") has no entry for tensor " + std::string(name) +
+                " (expected the checkpoint's tensor names; exclude it with --exclude)");
+  }
+  if (static_cast<std::int64_t>(values->size()) != shape[1]) {
+    throw Error("weighted-rtn: " + imatrix.path + ": the imatrix entry for tensor " +
+                std::string(name) + " holds " + std::to_string(values->size()) +
+                " values; expected " + std::to_string(shape[1]) +
+                ", one per input column of its shape " + to_string(shape));
+  }
+  return *values;
+}
+
 }  // namespace
 
 WeightMethod weight_method_from_string(const std::string& name) {
@@ -56,11 +94,13 @@ WeightMethod weight_method_from_string(const std::string& name) {
 
 TensorQuantizer make_weight_quantizer(WeightQuantizerOptions options,
                                       std::function<void(const std::string&)> warn) {
+  if (options.importance) check_importance_use(options);
   const bool needs_stats =
       options.method == WeightMethod::gptq || options.method == WeightMethod::weighted_rtn;
-  if (needs_stats && !options.statistics) {
+  if (needs_stats && !options.statistics && !options.importance) {
     throw Error(std::string("method ") + method_name(options.method) +
-                " needs calibration statistics (--calibration stats.safetensors)");
+                " needs calibration statistics (--calibration stats.safetensors" +
+                (options.method == WeightMethod::weighted_rtn ? ", or a llama.cpp imatrix)" : ")"));
   }
   return [options = std::move(options), warn = std::move(warn), needs_stats](
              std::string_view name, const TensorView& x,
@@ -70,7 +110,7 @@ TensorQuantizer make_weight_quantizer(WeightQuantizerOptions options,
       const auto it = options.statistics->tensors.find(std::string(name));
       if (it != options.statistics->tensors.end()) stats = &it->second;
     }
-    if (needs_stats && stats == nullptr) {
+    if (needs_stats && stats == nullptr && !options.importance) {
       throw Error(std::string(method_name(options.method)) + ": " + options.statistics->path +
                   " has no statistics for tensor " + std::string(name) +
                   " (exclude it with --exclude, or collect statistics for it)");
@@ -117,9 +157,15 @@ TensorQuantizer make_weight_quantizer(WeightQuantizerOptions options,
         break;
       }
       case WeightMethod::weighted_rtn: {
-        std::vector<double> importance(stats->square_sum.size());
-        for (std::size_t j = 0; j < importance.size(); ++j) {
-          importance[j] = stats->square_sum[j] / static_cast<double>(stats->rows);
+        std::vector<double> importance;
+        if (stats != nullptr) {
+          importance.resize(stats->square_sum.size());
+          for (std::size_t j = 0; j < importance.size(); ++j) {
+            importance[j] = stats->square_sum[j] / static_cast<double>(stats->rows);
+          }
+        } else {
+          const std::vector<float>& w = imatrix_entry(*options.importance, name, x.shape);
+          importance.assign(w.begin(), w.end());
         }
         out.tensor = quantize_weighted_rtn(x, importance, grid);
         break;

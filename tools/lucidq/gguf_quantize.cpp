@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "gguf_commands.hpp"
+#include "lucid/quantization/checkpoint_algorithms.hpp"
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/gguf_quantize.hpp"
 #include "output_files.hpp"
@@ -149,7 +150,8 @@ void add_gguf_quantize_flags(CLI::App& cmd, GgufQuantizeFlags& f) {
                  "BF16, F32); default Q8_0")
       ->type_name("PRESET");
   cmd.add_option("--imatrix", f.imatrix,
-                 "GGUF output: llama.cpp importance matrix (llama-imatrix GGUF or legacy .dat)")
+                 "GGUF output: importance matrix: llama-imatrix GGUF or legacy .dat, or lucidq "
+                 "calibration statistics (per-column mean squares; told by content)")
       ->type_name("FILE");
   cmd.add_flag("--pure", f.pure, "GGUF output: every quantizable tensor the preset's type");
   cmd.add_option("--output-tensor-type", f.output_tensor_type,
@@ -179,7 +181,7 @@ void run_gguf_quantize(const GgufQuantizeRun& run, const GgufQuantizeFlags& flag
   Q::GgufQuantizeOptions options = options_from(run, flags);
   std::optional<Q::ImportanceMatrix> imatrix;
   if (!flags.imatrix.empty()) {
-    imatrix = Q::load_imatrix(flags.imatrix);
+    imatrix = Q::load_importance_matrix(flags.imatrix);
     options.imatrix = &*imatrix;
   }
   if (run.dry_run) {

@@ -15,10 +15,10 @@ namespace Q = lucid::quantization;
 void MethodFlags::apply(Q::QuantizeCheckpointOptions& options) const {
   Q::WeightQuantizerOptions w;
   w.method = Q::weight_method_from_string(method);
-  if (!calibration.empty()) w.statistics = Q::load_calibration_statistics(calibration);
+  if (!calibration.empty()) Q::load_weight_statistics(w, calibration);
   w.percent_damp = damp;
   w.act_order = act_order;
-  if (w.method == Q::WeightMethod::rtn && !w.statistics) return;
+  if (w.method == Q::WeightMethod::rtn && !w.statistics && !w.importance) return;
   options.quantizer = Q::make_weight_quantizer(std::move(w), [](const std::string& message) {
     fmt::print(stderr, "lucidq: warning: {}\n", message);
   });
@@ -31,8 +31,10 @@ void add_method_flags(CLI::App& cmd, const std::shared_ptr<MethodFlags>& flags) 
       ->type_name("NAME");
   cmd.add_option("--calibration", flags->calibration,
                  "Calibration statistics (docs/formats.md; lucidq.save_calibration_statistics "
-                 "writes them); the report then adds tr(dW H dW^T) per tensor")
-      ->type_name("STATS.safetensors");
+                 "writes them); the report then adds tr(dW H dW^T) per tensor. weighted-rtn "
+                 "also takes a llama.cpp imatrix (GGUF or legacy .dat, told by content) whose "
+                 "entries are named as the checkpoint's tensors")
+      ->type_name("STATS.safetensors|IMATRIX");
   cmd.add_option("--damp", flags->damp, "GPTQ damping, a fraction of mean(diag H) (default 0.01)")
       ->type_name("FRACTION");
   cmd.add_flag("--act-order", flags->act_order,

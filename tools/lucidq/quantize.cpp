@@ -140,12 +140,17 @@ constexpr const char* footer =
     "  lucidq quantize model.safetensors -o q.safetensors --dtype quint4 --scheme "
     "per_channel_affine --group-size 128 --method gptq --calibration stats.safetensors\n"
     "      GPTQ from calibration statistics (docs/algorithms.md)\n"
+    "  lucidq quantize model.safetensors -o q.safetensors --dtype qint4 --group-size 32 --method "
+    "weighted-rtn --calibration imatrix.gguf\n"
+    "      importance-weighted scales from a llama.cpp imatrix (GGUF or .dat) or lucidq "
+    "statistics\n"
     "\n"
     "GGUF (llama.cpp): when the input is GGUF, the output ends in .gguf or --type is given,\n"
     "the job is llama-quantize's: --type picks a preset, its per-tensor mixture decides each\n"
     "tensor (after --exclude and recipe rules naming \"ggml_type\"), and the blocks are ggml's\n"
     "bytes. The report adds bits per weight. docs/gguf.md has the mixture table.\n"
     "  lucidq quantize model-f16.gguf -o model-Q4_K_M.gguf --type Q4_K_M --imatrix imatrix.gguf\n"
+    "      (--imatrix also takes lucidq calibration statistics: their per-column mean squares)\n"
     "  lucidq quantize model.safetensors -o model.gguf --type Q8_0";
 
 }  // namespace

@@ -24,8 +24,8 @@ struct GgufQuantizeOptions {
   /// The preset and llama-quantize's flags (--pure, --leave-output-tensor,
   /// --output-tensor-type, --token-embedding-type). has_imatrix is set from `imatrix`.
   MixtureOptions mixture;
-  /// The importance matrix (load_imatrix), or nullptr. Each tensor W uses the entry named
-  /// W (docs/formats.md, "Importance matrices").
+  /// The importance matrix (load_imatrix, or load_importance_matrix for lucidq statistics too), or
+  /// nullptr. Each tensor W uses the entry named W (docs/formats.md, "Importance matrices").
   const ImportanceMatrix* imatrix = nullptr;
   /// Recipe rules with a ggml_type (or skip) decide first, for the tensors llama-quantize
   /// would quantize (first match wins); the mixture decides the rest. Rules with lucidq

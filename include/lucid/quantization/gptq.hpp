@@ -61,7 +61,9 @@ struct GptqResult {
 /// rounding error spread over the not yet quantized columns through the upper
 /// Cholesky factor of (H + λI)⁻¹. Throws Error on wrong shapes, non-finite
 /// entries, or bad options; a failed factorization is not an error (see
-/// fell_back_to_rtn). Deterministic; thread-safe.
+/// fell_back_to_rtn). Deterministic; thread-safe. Uses num_threads() threads, on which the
+/// result never depends, and OpenBLAS's threads, whose count may change the last bits of the
+/// factorization and the lazy updates (the loss; codes only on an exact rounding tie).
 GptqResult gptq_quantize(const TensorView& weight, std::span<const double> hessian,
                          const GptqOptions& options = {});
 

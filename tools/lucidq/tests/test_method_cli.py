@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""CLI tests of `lucidq quantize --method` (rtn, gptq, hqq, weighted-rtn) and --calibration statistics.
+"""CLI tests of `lucidq quantize --method` (rtn, gptq, hqq, weighted-rtn), --calibration statistics,
+and llama.cpp importance matrices read in place of statistics (and the reverse, for GGUF output).
 
 Run by ctest as `python3 test_method_cli.py --lucidq PATH/TO/lucidq`; standard library only.
 """
@@ -13,6 +14,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import test_checkpoint_cli as base  # noqa: E402  (the shared safetensors helpers and CliCase)
+import test_gguf_cli as gguf  # noqa: E402  (the tiny llama GGUF, GGUF strings)
 
 N, K, ROWS = 16, 64, 256
 
@@ -50,6 +52,55 @@ def statistics_file(rows, name="w", features=K):
         (f"{name}.rows", "I64", [1], struct.pack("<q", len(rows))),
     ]
     return base.safetensors_bytes(tensors, {"format": "lucidq.calibration", "version": "1"})
+
+
+def moments_file(means):
+    """A calibration file of one row per tensor: square_sum = the given mean squares, rows = 1
+    (so square_sum / rows is exactly each value), no Hessian. `means`: {name: [float32 values]}."""
+    tensors = []
+    for name, values in means.items():
+        k = len(values)
+        roots = [v ** 0.5 for v in values]
+        tensors += [(f"{name}.abs_max", "F32", [k], f32(roots)),
+                    (f"{name}.abs_sum", "F64", [k], f64(roots)),
+                    (f"{name}.square_sum", "F64", [k], f64(values)),
+                    (f"{name}.rows", "I64", [1], struct.pack("<q", 1))]
+    return base.safetensors_bytes(tensors, {"format": "lucidq.calibration", "version": "1"})
+
+
+def legacy_imatrix(entries, ncall=2):
+    """llama.cpp's legacy .dat: per tensor ncall and ncall * values (divided back exactly)."""
+    out = struct.pack("<i", len(entries))
+    for name, values in entries.items():
+        out += struct.pack("<i", len(name)) + name.encode() + struct.pack("<ii", ncall, len(values))
+        out += f32([ncall * v for v in values])
+    return out
+
+
+def gguf_imatrix(entries, count=4.0):
+    """llama-imatrix's GGUF format: per tensor W, W.in_sum2 = count * values (ne [K, 1]) and
+    W.counts = [count] (ne [1, 1]), so in_sum2 / counts is exactly each value (count a power of 2)."""
+    kvs = [gguf.gstr("imatrix.datasets") + struct.pack("<IIQ", 9, 8, 1) + gguf.gstr("calib.txt"),
+           gguf.gstr("imatrix.chunk_count") + struct.pack("<II", 4, 10),
+           gguf.gstr("imatrix.chunk_size") + struct.pack("<II", 4, 512)]
+    tensors = []
+    for name, values in entries.items():
+        tensors.append((f"{name}.in_sum2", [len(values), 1], [count * v for v in values]))
+        tensors.append((f"{name}.counts", [1, 1], [count]))
+    head = b"GGUF" + struct.pack("<Iqq", 3, len(tensors), len(kvs)) + b"".join(kvs)
+    infos, data = b"", b""
+    for name, ne, values in tensors:
+        infos += gguf.gstr(name) + struct.pack("<I", len(ne)) + struct.pack(f"<{len(ne)}q", *ne)
+        infos += struct.pack("<IQ", 0, len(data))
+        blob = f32(values)
+        data += blob + b"\0" * (-len(blob) % 32)
+    header = head + infos
+    return header + b"\0" * (-len(header) % 32) + data
+
+
+def float32_means(rng, k):
+    """k positive mean squares, exactly representable in float32 (a 16-bit mantissa)."""
+    return [rng.randint(1, 1 << 16) / (1 << 12) for _ in range(k)]
 
 
 class Method(base.CliCase):
@@ -110,6 +161,88 @@ class Method(base.CliCase):
                 self.assertRegex(result.stderr, "^lucidq: error: ")
                 self.assertIn(message, result.stderr)
                 self.assertNotIn("q.safetensors", self.files())
+
+
+class Importance(base.CliCase):
+    """weighted-rtn from llama.cpp imatrix files, and lucidq statistics as GGUF's imatrix."""
+
+    def setUp(self):
+        super().setUp()
+        self.rng = random.Random(base.seed())
+        weight = [self.rng.gauss(0, 0.05) for _ in range(N * K)]
+        self.write("model.safetensors", base.safetensors_bytes([("w", "F32", [N, K], f32(weight))]))
+        self.means = float32_means(self.rng, K)
+
+    def quantize(self, calibration, out="q.safetensors", expect=0, method="weighted-rtn"):
+        return self.run_lucidq("quantize", "model.safetensors", "-o", out, "--dtype", "qint4",
+                               "--group-size", "32", "--method", method, "--calibration",
+                               calibration, "-q", expect=expect)
+
+    def weight_bytes(self, path):
+        header, _, data = base.read_safetensors(self.path(path))
+        return {name: data[e["data_offsets"][0]:e["data_offsets"][1]] for name, e in header.items()}
+
+    def test_every_file_kind_gives_the_same_weighted_rtn_codes(self):
+        self.write("stats.safetensors", moments_file({"w": self.means}))
+        self.write("imatrix.dat", legacy_imatrix({"w": self.means}))
+        self.write("imatrix.gguf", gguf_imatrix({"w": self.means}))
+        self.write("flat.dat", legacy_imatrix({"w": [1.0] * K}))
+        outputs = {}
+        for calibration in ["stats.safetensors", "imatrix.dat", "imatrix.gguf", "flat.dat"]:
+            out = calibration.replace(".", "_") + ".q.safetensors"
+            self.quantize(calibration, out)
+            outputs[calibration] = self.weight_bytes(out)
+        self.assertEqual(outputs["imatrix.dat"], outputs["stats.safetensors"])
+        self.assertEqual(outputs["imatrix.gguf"], outputs["stats.safetensors"])
+        # The importance matters: uneven weights choose other scales than flat ones.
+        self.assertNotEqual(outputs["flat.dat"], outputs["stats.safetensors"])
+
+    def test_imatrix_errors_name_the_tensor_size_and_method(self):
+        self.write("other.dat", legacy_imatrix({"v": self.means, "u": self.means}))
+        self.write("narrow.gguf", gguf_imatrix({"w": self.means[:32]}))
+        self.write("imatrix.dat", legacy_imatrix({"w": self.means}))
+        self.write("junk.dat", b"\x05\x00\x00\x00abc")
+        cases = [
+            ("other.dat", "weighted-rtn", "has no entry for tensor w"),
+            ("other.dat", "weighted-rtn", "2 entries, the first 'u'"),
+            ("narrow.gguf", "weighted-rtn", "the imatrix entry for tensor w holds 32 values; "
+                                            "expected 64, one per input column of its shape [16, 64]"),
+            ("imatrix.dat", "gptq", "only --method weighted-rtn uses; expected lucidq calibration "
+                                    "statistics with the Hessian"),
+            ("imatrix.dat", "rtn", "only --method weighted-rtn uses"),
+            ("junk.dat", "weighted-rtn", "junk.dat: legacy imatrix ends at byte 7"),
+            ("junk.dat", "weighted-rtn", "is neither safetensors nor GGUF, so it was read as a "
+                                         "legacy llama.cpp imatrix"),
+        ]
+        for calibration, method, message in cases:
+            with self.subTest(calibration=calibration, method=method):
+                result = self.quantize(calibration, expect=1, method=method)
+                self.assertRegex(result.stderr, "^lucidq: error: ")
+                self.assertIn(message, result.stderr)
+                self.assertNotIn("q.safetensors", self.files())
+
+    def test_gguf_quantize_takes_lucidq_statistics_as_its_imatrix(self):
+        model = self.write("tiny.gguf", gguf.tiny_llama(self.rng))
+        names = ["token_embd.weight", "blk.0.attn_v.weight", "blk.0.ffn_down.weight", "output.weight"]
+        means = {name: float32_means(self.rng, 256) for name in names}
+        self.write("stats.safetensors", moments_file(means))
+        self.write("imatrix.dat", legacy_imatrix(means))
+        data = {}
+        for imatrix in ["imatrix.dat", "stats.safetensors", None]:
+            out = f"{imatrix}.gguf"
+            extra = ["--imatrix", imatrix] if imatrix else []
+            result = self.run_lucidq("quantize", model, "-o", out, "--type", "Q4_K_M", *extra)
+            if imatrix:
+                self.assertIn("; imatrix", result.stdout)
+            info = json.loads(self.run_lucidq("inspect", out, "--json").stdout)
+            with open(self.path(out), "rb") as f:
+                data[imatrix] = f.read()[info["data_offset"]:]
+            if imatrix == "stats.safetensors":
+                keys = {m["key"]: m["value"] for m in info["metadata"]}
+                self.assertEqual(keys["quantize.imatrix.file"], "stats.safetensors")
+                self.assertEqual(keys["quantize.imatrix.entries_count"], 4)
+        self.assertEqual(data["stats.safetensors"], data["imatrix.dat"])
+        self.assertNotEqual(data["stats.safetensors"], data[None])
 
 
 if __name__ == "__main__":
