@@ -8,6 +8,8 @@
 #       -DOBJECT_EXTENSION=.o -P check_isa_symbols.cmake
 # OBJECTS lists lucidq's object files, one a line; ISA_SOURCES are the ISA-flagged sources
 # (relative to src/), whose objects end in /<source><OBJECT_EXTENSION>. CXXFILT may be empty.
+# Data symbols are not checked: they hold no instructions (under -fno-weak the standard library's
+# empty function objects, e.g. std::ranges::lexicographical_compare, become common symbols).
 
 file(STRINGS "${OBJECTS}" objects)
 if(NOT ISA_SOURCES)
