@@ -340,9 +340,11 @@ void bench_shape(const Shape& s, const std::vector<int>& thread_counts, const Op
     const auto first = Q::PackedWeightsLowBit::quantize(in.w_float.data(), n, k, k, format);
     const int wo_copies = cold ? cold_copies(first.packed_bytes(), l3) : 1;
     low_bit.back().second.push_back(first);
+    Q::WeightOnlyFormat copy_format = format;  // the same bytes per weight, quicker to build
+    copy_format.grid = Q::WeightOnlyGrid::min_max;
     for (int c = 1; c < wo_copies; ++c)
       low_bit.back().second.push_back(
-          Q::PackedWeightsLowBit::quantize(in.w_float.data(), n, k, k, format));
+          Q::PackedWeightsLowBit::quantize(in.w_float.data(), n, k, k, copy_format));
   }
 #endif
 #ifdef LUCIDQ_BENCH_OPENBLAS
@@ -660,7 +662,9 @@ int main(int argc, char** argv) {
     machine["openblas"] = B::openblas_version();
 #endif
 #ifdef LUCIDQ_BENCH_WEIGHT_ONLY
-    machine["weight_only"] = "int4 g128 symmetric f32-scales; int8 per-channel symmetric";
+    machine["weight_only"] =
+        "int4 g128 symmetric f32-scales (4.25 bits/w); int8 per-channel symmetric (8 + 32/K "
+        "bits/w); errors and the equal-bits formats: bench_weight_only";
 #else
     machine["weight_only"] = "not built";
 #endif

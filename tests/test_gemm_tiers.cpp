@@ -121,6 +121,28 @@ TEST_P(GemmVariant, MatchesReferenceOverShapes) {
   std::cout << "[ gemm ] " << kernel_.name << ": " << cases << " cases\n";
 }
 
+TEST_P(GemmVariant, SmallBatchesOverSeveralDepthBlocks) {
+  // M = 1..3 (the small-M paths) with K around and past multiples of 4096 (AVX2's direct path
+  // widens the activations per 4096-k block and carries partial sums across blocks), ragged
+  // tails, both code types.
+  std::mt19937_64 rng(Q::testing::test_seed());
+  const G::GemmKernel reference = G::gemm_kernel_variants()[0];
+  for (const std::int64_t k : {4095, 4096, 4097, 8195, 12289}) {
+    for (const std::int64_t m : {1, 2, 3}) {
+      for (const bool flip : {false, true}) {
+        const std::int64_t n = m == 2 ? 33 : 16;
+        const Q::PackedWeightsInt8 w = random_weights(rng, n, k);
+        const std::int32_t z = (flip ? -128 : 0) + static_cast<std::int32_t>(k % 200);
+        const Activations a(rng, m, k, k + 3, 5);
+        const std::int32_t effective = z + (flip ? 128 : 0);
+        ASSERT_EQ(run(kernel_, a, m, k + 3, flip, effective, w),
+                  run(reference, a, m, k + 3, flip, effective, w))
+            << kernel_.name << " M=" << m << " N=" << n << " K=" << k << " flip=" << flip;
+      }
+    }
+  }
+}
+
 TEST_P(GemmVariant, ExtremeCodesAtMaximumDepth) {
   // K = max_gemm_depth with every product at its largest magnitude: the true sums
   // K · 255 · (−128) and K · (−128) · (−128)... reach ±2^31 − 2^k and must not wrap, and every

@@ -443,7 +443,11 @@ TEST_P(KernelTier, RequantizeMatchesReference) {
         acc.as<std::int32_t>()[k] = k % 5 == 0 ? any_acc(rng) : small_acc(rng);
         if (k % 17 == 3) acc.as<std::int32_t>()[k] = std::numeric_limits<std::int32_t>::min();
       }
-      const float m = n % 3 == 0 ? 0.5f : multiplier(rng);  // 0.5: exact ties
+      // 0.5: exact ties; 1: the largest multiplier of the AVX2 saturating path; 1e-30: tiny.
+      const float m = n % 3 == 0    ? 0.5f
+                      : n % 7 == 1  ? 1.0f
+                      : n % 11 == 2 ? 1e-30f
+                                    : multiplier(rng);
       const std::int32_t z = random_zero_point(rng, grid);
       Guarded expected(count, 0), actual(count, 1);
       reference().requantize(acc.as<std::int32_t>(), n, m, z, grid, expected.as<std::uint8_t>());
@@ -466,23 +470,76 @@ TEST_P(KernelTier, RequantizeMatchesReference) {
   }
 }
 
-// The fused per-group kernels: group sizes on and off the 8-lane vectors, groups holding a
-// NaN or an Inf (the exact re-run) or nothing finite, every 8-bit grid, per-group parameters.
+// The 8-bit quantize kernels' fast blocks (no float clamp, saturating int16 packs) and the blocks
+// they redo: mostly finite steps, ties and steps beyond the grid and beyond int16 (|step| up to
+// 40000), with one block each holding a NaN, +-Inf, +-3e38, a step of exactly -32768, a tie that
+// rounds to -32768 or 32768, a denormal, around clean blocks; every 8-bit grid, random zero
+// points and scales, every input type, a ragged tail.
+TEST_P(KernelTier, QuantizeInt8BlocksMatchReference) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  std::uniform_int_distribution<int> kind(0, 7), step(-300, 300), far(-40000, 40000);
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  const std::int64_t block = 256, n = 14 * block + 37;
+  for (const K::FloatType t : float_types) {
+    for (const K::Grid grid : grids_for(K::CodeWidth::b8)) {
+      for (int round = 0; round < 4; ++round) {
+        const float scale = random_scale(rng);
+        const K::Affine p{1.0f / scale, scale, random_zero_point(rng, grid)};
+        Guarded x(static_cast<std::size_t>(n) * (t == K::FloatType::f32 ? 4 : 2), 0);
+        for (std::int64_t k = 0; k < n; ++k) {
+          const int c = kind(rng);
+          const float v = c == 0   ? (static_cast<float>(step(rng)) + 0.5f) * scale
+                          : c == 1 ? static_cast<float>(far(rng)) * scale
+                                   : unit(rng) * scale * 300.0f;
+          put(x, t, k, v);
+        }
+        const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
+                                  INFINITY,
+                                  -INFINITY,
+                                  3e38f,
+                                  -3e38f,
+                                  -32768.0f * scale,
+                                  -32767.5f * scale,
+                                  32767.5f * scale,
+                                  1e-40f};
+        for (std::size_t i = 0; i < std::size(specials); ++i) {
+          const auto b = static_cast<std::int64_t>(2 * i + 1) % 14;  // odd blocks; even ones clean
+          put(x, t, b * block + (b * 37 + round) % block, specials[i]);
+        }
+        Guarded expected(static_cast<std::size_t>(n), 0), actual(static_cast<std::size_t>(n), 1);
+        reference().quantize[int(t)][0](x.data(), n, p, grid, expected.data());
+        tier().quantize[int(t)][0](x.data(), n, p, grid, actual.data());
+        ASSERT_EQ(actual.payload(), expected.payload())
+            << "type " << int(t) << ", grid [" << grid.quant_min << ", " << grid.quant_max
+            << "], scale " << scale << ", zero point " << p.zero_point;
+        ASSERT_TRUE(actual.intact());
+      }
+    }
+  }
+}
+
+// The fused per-group kernels: group sizes on and off the 8-lane vectors (odd and even vector
+// counts, multiples of 32), 8-group batches that are clean or hold a NaN, a +Inf, a -Inf or
+// nothing finite (the exact re-run), a last partial batch, every 8-bit grid, per-group
+// parameters (zero points changing per group or shared), huge values against the grid's ends.
 TEST_P(KernelTier, GroupRangesAndCodesMatchReference) {
   std::mt19937_64 rng(Q::testing::test_seed());
   std::normal_distribution<float> normal(0.0f, 3.0f);
   const float specials[] = {std::numeric_limits<float>::quiet_NaN(), INFINITY, -INFINITY};
   for (const K::FloatType t : float_types) {
-    for (const std::int64_t size : {1, 7, 8, 32, 40, 128, 131}) {
-      const std::int64_t groups = 9;
+    for (const std::int64_t size : {1, 7, 8, 24, 32, 40, 64, 96, 128, 131, 136}) {
+      const std::int64_t groups = 35;  // 4 batches of 8 and 3 more
       const std::int64_t n = groups * size;
       Guarded x(static_cast<std::size_t>(n) * (t == K::FloatType::f32 ? 4 : 2), 0);
       for (std::int64_t k = 0; k < n; ++k)
-        put(x, t, k, k % 97 == 5 ? -0.0f : normal(rng));
-      put(x, t, 2 * size + size / 2, specials[0]);  // group 2: a NaN
-      put(x, t, 4 * size, specials[1]);             // group 4: an Inf
+        put(x, t, k, k % 97 == 5 ? -0.0f : k % 89 == 3 ? 6e4f * (k % 2 ? 1 : -1) : normal(rng));
+      put(x, t, 2 * size + size / 2, specials[0]);  // batch 0: a NaN, an Inf, nothing finite
+      put(x, t, 4 * size, specials[1]);
       for (std::int64_t k = 6 * size; k < 7 * size; ++k)
-        put(x, t, k, specials[k % 3]);  // group 6: nothing finite
+        put(x, t, k, specials[k % 3]);
+      put(x, t, 19 * size + size - 1, specials[2]);  // batch 2: a -Inf; batch 1 is clean
+      put(x, t, 29 * size, specials[1]);             // batch 3: a +Inf
+      put(x, t, 33 * size + size / 3, specials[0]);  // the last groups: a NaN
       const std::string at =
           "type " + std::to_string(int(t)) + ", group size " + std::to_string(size);
       std::vector<float> lo(groups), hi(groups), lo_ref(groups), hi_ref(groups);
@@ -498,6 +555,7 @@ TEST_P(KernelTier, GroupRangesAndCodesMatchReference) {
           inv[g] = 1.0f / scales[g];
           zero_points[g] = random_zero_point(rng, grid);
         }
+        if (grid.quant_min == -8) std::fill(zero_points.begin(), zero_points.end(), 0);
         Guarded expected(static_cast<std::size_t>(n), 0), actual(static_cast<std::size_t>(n), 1);
         reference().quantize_groups[int(t)](x.data(), groups, size, inv.data(), scales.data(),
                                             zero_points.data(), grid, expected.as<std::int8_t>());
@@ -506,6 +564,86 @@ TEST_P(KernelTier, GroupRangesAndCodesMatchReference) {
         ASSERT_EQ(actual.payload(), expected.payload())
             << at << ", grid [" << grid.quant_min << ", " << grid.quant_max << "]";
         ASSERT_TRUE(actual.intact()) << at;
+        // Batch 1 alone: a call without NaN or Inf (the fast paths end to end).
+        const auto* clean = static_cast<const unsigned char*>(x.data()) +
+                            8 * size * (t == K::FloatType::f32 ? 4 : 2);
+        Guarded expected1(static_cast<std::size_t>(8 * size), 0),
+            actual1(static_cast<std::size_t>(8 * size), 1);
+        reference().quantize_groups[int(t)](clean, 8, size, inv.data() + 8, scales.data() + 8,
+                                            zero_points.data() + 8, grid,
+                                            expected1.as<std::int8_t>());
+        tier().quantize_groups[int(t)](clean, 8, size, inv.data() + 8, scales.data() + 8,
+                                       zero_points.data() + 8, grid, actual1.as<std::int8_t>());
+        ASSERT_EQ(actual1.payload(), expected1.payload())
+            << at << ", groups 8-15, grid [" << grid.quant_min << ", " << grid.quant_max << "]";
+        ASSERT_TRUE(actual1.intact()) << at;
+      }
+    }
+  }
+}
+
+// The per-group parameters: ranges that saw nothing finite (min > max), signed zeros, one-sided
+// and huge ranges (an affine max - min that overflows float32), ranges below eps, every grid
+// width, both schemes, a last partial batch of 8.
+TEST_P(KernelTier, GroupQParamsMatchReference) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  const float big = std::numeric_limits<float>::max();
+  const std::int64_t groups = 8 * 6 + 5;
+  std::vector<float> mins(groups), maxs(groups);
+  for (std::int64_t g = 0; g < groups; ++g) {
+    const float magnitude = std::pow(10.0f, static_cast<float>(g % 13) * 3.0f - 30.0f);
+    const float a = unit(rng) * magnitude, b = unit(rng) * magnitude;
+    mins[g] = std::min(a, b);
+    maxs[g] = std::max(a, b);
+    switch (g % 8) {
+      case 1:
+        mins[g] = std::fabs(mins[g]);
+        break;  // positive only
+      case 2:
+        maxs[g] = -std::fabs(maxs[g]);
+        break;  // negative only
+      case 3:
+        mins[g] = -0.0f;
+        maxs[g] = 0.0f;
+        break;
+      case 4:
+        mins[g] = INFINITY;
+        maxs[g] = -INFINITY;
+        break;  // nothing finite
+      default:
+        break;
+    }
+    if (mins[g] > maxs[g] && g % 8 != 4) std::swap(mins[g], maxs[g]);
+  }
+  mins[13] = -big;  // batch 1: max - min overflows float32
+  maxs[13] = big;
+  mins[groups - 2] = -big;  // and in the last partial batch
+  maxs[groups - 2] = big / 2;
+  std::vector<K::Grid> grids = grids_for(K::CodeWidth::b8);
+  for (const K::CodeWidth w : {K::CodeWidth::b16, K::CodeWidth::b32})
+    for (const K::Grid grid : grids_for(w))
+      grids.push_back(grid);
+  for (const K::Grid grid : grids) {
+    for (const bool symmetric : {false, true}) {
+      for (const float eps : {std::numeric_limits<float>::epsilon(), 1e-30f, 0.5f}) {
+        const auto middle = static_cast<std::int32_t>(
+            (static_cast<std::int64_t>(grid.quant_min) + grid.quant_max) / 2);
+        const K::RangeRule rule{symmetric, grid.quant_min, grid.quant_max, middle, eps};
+        std::vector<float> inv(groups), scales(groups), inv_ref(groups), scales_ref(groups);
+        std::vector<std::int32_t> zps(groups), zps_ref(groups);
+        reference().group_qparams(mins.data(), maxs.data(), groups, rule, inv_ref.data(),
+                                  scales_ref.data(), zps_ref.data());
+        tier().group_qparams(mins.data(), maxs.data(), groups, rule, inv.data(), scales.data(),
+                             zps.data());
+        const std::string at = "grid [" + std::to_string(grid.quant_min) + ", " +
+                               std::to_string(grid.quant_max) + "], symmetric " +
+                               std::to_string(symmetric) + ", eps " + std::to_string(eps);
+        for (std::int64_t g = 0; g < groups; ++g) {
+          ASSERT_EQ(std::memcmp(&scales[g], &scales_ref[g], 4), 0) << at << ", group " << g;
+          ASSERT_EQ(std::memcmp(&inv[g], &inv_ref[g], 4), 0) << at << ", group " << g;
+          ASSERT_EQ(zps[g], zps_ref[g]) << at << ", group " << g;
+        }
       }
     }
   }

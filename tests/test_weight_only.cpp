@@ -24,15 +24,7 @@ using Q::testing::rounding_bound;
 
 namespace {
 
-Q::WeightOnlyFormat fmt(int bits, std::int64_t group, bool symmetric,
-                        Q::ScaleType scales = Q::ScaleType::f32) {
-  Q::WeightOnlyFormat f;
-  f.bits = bits;
-  f.group_size = group;
-  f.symmetric = symmetric;
-  f.scale_type = scales;
-  return f;
-}
+using Q::testing::make_format;
 
 std::vector<float> run(const std::vector<float>& x, std::int64_t m, const Q::PackedWeightsLowBit& w,
                        const float* bias,
@@ -44,15 +36,51 @@ std::vector<float> run(const std::vector<float>& x, std::int64_t m, const Q::Pac
 }
 
 TEST(WeightOnlyFormat, RejectsBadFields) {
-  EXPECT_ERROR_CONTAINS(fmt(3, 128, true).validate(), "bits = 3");
-  EXPECT_ERROR_CONTAINS(fmt(4, 48, true).validate(), "group_size = 48");
-  EXPECT_NO_THROW(fmt(8, 0, false, Q::ScaleType::bf16).validate());
-  EXPECT_EQ(fmt(4, 128, true).describe(), "int4 g128 symmetric f32-scales");
-  EXPECT_EQ(fmt(8, 0, false, Q::ScaleType::bf16).describe(), "int8 per-channel affine bf16-scales");
+  EXPECT_ERROR_CONTAINS(make_format(3, 128, true).validate(), "bits = 3");
+  EXPECT_ERROR_CONTAINS(make_format(4, 48, true).validate(), "group_size = 48");
+  EXPECT_NO_THROW(make_format(8, 0, false, Q::ScaleType::bf16).validate());
+  EXPECT_EQ(make_format(4, 128, true).describe(), "int4 g128 symmetric f32-scales");
+  EXPECT_EQ(make_format(8, 0, false, Q::ScaleType::bf16).describe(),
+            "int8 per-channel affine bf16-scales");
 }
 
-// Codes and scales equal the core's quantize_per_group / per-channel quantize exactly.
+// Bytes streamed per weight, per format: code bits + scale bits (16 or 32) + zero-point bits (8,
+// affine) per group, exactly, with no padding (the dense records of docs/formats.md).
+TEST(WeightOnlyPacking, BytesStreamedPerWeight) {
+  const std::int64_t n = 32, k = 512;
+  const std::vector<float> w(static_cast<std::size_t>(n * k), 0.25f);
+  struct Case {
+    int bits;
+    std::int64_t group;
+    bool sym;
+    Q::ScaleType scales;
+    double bits_per_weight;
+  };
+  const Case cases[] = {
+      {4, 32, true, Q::ScaleType::f16, 4.5},      {4, 32, true, Q::ScaleType::bf16, 4.5},
+      {4, 32, true, Q::ScaleType::f32, 5.0},      {4, 32, false, Q::ScaleType::f16, 4.75},
+      {4, 64, true, Q::ScaleType::f16, 4.25},     {4, 128, true, Q::ScaleType::bf16, 4.125},
+      {4, 128, true, Q::ScaleType::f32, 4.25},    {4, 128, false, Q::ScaleType::f32, 4.3125},
+      {4, 256, true, Q::ScaleType::f16, 4.0625},  {8, 32, true, Q::ScaleType::f16, 8.5},
+      {8, 32, true, Q::ScaleType::f32, 9.0},      {8, 32, false, Q::ScaleType::bf16, 8.75},
+      {8, 128, true, Q::ScaleType::bf16, 8.125},  {8, 0, true, Q::ScaleType::f32, 8.0625},
+      {4, 0, false, Q::ScaleType::f16, 4.046875},
+  };
+  for (const Case& c : cases) {
+    const Q::WeightOnlyFormat f = make_format(c.bits, c.group, c.sym, c.scales);
+    const auto packed = Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, f);
+    EXPECT_EQ(f.bits_per_weight(k), c.bits_per_weight) << f.describe();
+    EXPECT_EQ(packed.packed_bytes(), static_cast<std::size_t>(c.bits_per_weight * n * k / 8))
+        << f.describe();
+  }
+}
+
+// On the min_max grid, codes and scales equal the core's quantize_per_group / per-channel
+// quantize exactly.
 TEST(WeightOnlyPacking, MatchesCoreQuantization) {
+  const auto min_max_format = [](int bits, std::int64_t g, bool sym) {
+    return Q::testing::make_format(bits, g, sym, Q::ScaleType::f32, Q::WeightOnlyGrid::min_max);
+  };
   std::mt19937_64 rng(Q::testing::test_seed());
   for (const std::int64_t k : {std::int64_t{64}, std::int64_t{200}, std::int64_t{37}}) {
     const std::int64_t n = 19;
@@ -61,9 +89,9 @@ TEST(WeightOnlyPacking, MatchesCoreQuantization) {
     for (const int bits : {4, 8}) {
       for (const bool sym : {true, false}) {
         for (const std::int64_t g : {std::int64_t{0}, std::int64_t{32}, std::int64_t{64}}) {
-          SCOPED_TRACE("k=" + std::to_string(k) + " " + fmt(bits, g, sym).describe());
+          SCOPED_TRACE("k=" + std::to_string(k) + " " + min_max_format(bits, g, sym).describe());
           const auto packed =
-              Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, fmt(bits, g, sym));
+              Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, min_max_format(bits, g, sym));
           const Q::QDtype qd = Q::QDtype::full_range(bits, sym);
           const Q::QScheme scheme =
               sym ? Q::QScheme::PER_CHANNEL_SYMMETRIC : Q::QScheme::PER_CHANNEL_AFFINE;
@@ -77,7 +105,9 @@ TEST(WeightOnlyPacking, MatchesCoreQuantization) {
           EXPECT_EQ(back.int_repr(), core.int_repr());
           EXPECT_EQ(back.qparams().group_size, core.qparams().group_size);
           const auto again = Q::PackedWeightsLowBit::from_quantized(core);
-          EXPECT_EQ(again.format(), packed.format());
+          Q::WeightOnlyFormat expected = packed.format();
+          expected.grid = Q::WeightOnlyGrid::search;  // what from_quantized reports
+          EXPECT_EQ(again.format(), expected);
           EXPECT_EQ(again.codes(), packed.codes());
           EXPECT_EQ(again.packed_bytes(), packed.packed_bytes());
           const Q::Tensor deq = Q::dequantize(core);
@@ -95,8 +125,8 @@ TEST(WeightOnlyPacking, Bf16ScalesAreRoundedBeforeCoding) {
   std::mt19937_64 rng(Q::testing::test_seed());
   const std::int64_t n = 5, k = 96;
   const std::vector<float> w = gaussian(static_cast<std::size_t>(n * k), rng);
-  const auto packed =
-      Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, fmt(4, 32, true, Q::ScaleType::bf16));
+  const auto packed = Q::PackedWeightsLowBit::quantize(
+      w.data(), n, k, k, make_format(4, 32, true, Q::ScaleType::bf16));
   const PlainWeights p(packed);
   for (std::int64_t r = 0; r < n; ++r) {
     for (std::int64_t c = 0; c < k; ++c) {
@@ -135,6 +165,38 @@ TEST(WeightOnlyPacking, FromQuantizedSignedAffine) {
 }
 
 // Per-tensor parameters are replicated per output channel (reported back as per-channel).
+// The search grid's negative scales survive to_quantized() (scale −s, codes −q − 1, zero
+// point −1: positive QParams scales) and from_quantized() (back to symmetric, negative scales):
+// the same codes, scales and product bits.
+TEST(WeightOnlyPacking, NegativeScalesRoundTripThroughQuantizedTensor) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  const std::int64_t n = 21, k = 100;
+  const std::vector<float> w = gaussian(static_cast<std::size_t>(n * k), rng);
+  const std::vector<float> x = gaussian(static_cast<std::size_t>(3 * k), rng);
+  for (const int bits : {4, 8}) {
+    const auto packed = Q::PackedWeightsLowBit::quantize(
+        w.data(), n, k, k, make_format(bits, 32, true, Q::ScaleType::f16));
+    const std::vector<float> s = packed.scales();
+    ASSERT_TRUE(std::any_of(s.begin(), s.end(), [](float v) { return v < 0; }));
+    const Q::QuantizedTensor qt = packed.to_quantized();
+    EXPECT_EQ(qt.qparams().qscheme, Q::QScheme::PER_CHANNEL_AFFINE);
+    for (const float v : qt.qparams().scale)
+      ASSERT_GT(v, 0.0f);
+    for (const std::int32_t z : qt.qparams().zero_point)
+      ASSERT_TRUE(z == 0 || z == -1);
+    const Q::Tensor deq = Q::dequantize(qt);
+    const std::vector<float> decoded = packed.decode();
+    for (std::size_t i = 0; i < decoded.size(); ++i)
+      ASSERT_EQ(decoded[i], deq.floats()[i]) << i;
+    const auto back = Q::PackedWeightsLowBit::from_quantized(qt);
+    EXPECT_TRUE(back.format().symmetric);
+    EXPECT_EQ(back.codes(), packed.codes());
+    EXPECT_EQ(back.scales(), packed.scales());
+    for (const auto a : {Q::WeightOnlyActivations::float32, Q::WeightOnlyActivations::int8_blocks})
+      EXPECT_EQ(run(x, 3, back, nullptr, a), run(x, 3, packed, nullptr, a));
+  }
+}
+
 TEST(WeightOnlyPacking, FromQuantizedPerTensor) {
   std::mt19937_64 rng(Q::testing::test_seed());
   const std::int64_t n = 18, k = 45;
@@ -176,20 +238,22 @@ TEST(WeightOnlyPacking, FromQuantizedRejectsWhatDoesNotFit) {
 
 TEST(WeightOnlyQuantize, RejectsBadArguments) {
   std::vector<float> w(3 * 8, 1.0f);
-  EXPECT_ERROR_CONTAINS(Q::PackedWeightsLowBit::quantize(nullptr, 3, 8, 8, fmt(4, 32, true)),
-                        "w is null");
-  EXPECT_ERROR_CONTAINS(Q::PackedWeightsLowBit::quantize(w.data(), 0, 8, 8, fmt(4, 32, true)),
-                        "n = 0");
-  EXPECT_ERROR_CONTAINS(Q::PackedWeightsLowBit::quantize(w.data(), 3, 8, 4, fmt(4, 32, true)),
-                        "row_stride = 4");
+  EXPECT_ERROR_CONTAINS(
+      Q::PackedWeightsLowBit::quantize(nullptr, 3, 8, 8, make_format(4, 32, true)), "w is null");
+  EXPECT_ERROR_CONTAINS(
+      Q::PackedWeightsLowBit::quantize(w.data(), 0, 8, 8, make_format(4, 32, true)), "n = 0");
+  EXPECT_ERROR_CONTAINS(
+      Q::PackedWeightsLowBit::quantize(w.data(), 3, 8, 4, make_format(4, 32, true)),
+      "row_stride = 4");
   w[13] = std::nanf("");
-  EXPECT_ERROR_CONTAINS(Q::PackedWeightsLowBit::quantize(w.data(), 3, 8, 8, fmt(4, 32, true)),
-                        "w[1, 5]");
+  EXPECT_ERROR_CONTAINS(
+      Q::PackedWeightsLowBit::quantize(w.data(), 3, 8, 8, make_format(4, 32, true)), "w[1, 5]");
 }
 
 TEST(WeightOnlyGemm, RejectsBadArguments) {
   std::vector<float> w(16 * 32, 1.0f), x(2 * 32, 1.0f), y(2 * 16, 7.0f);
-  const auto packed = Q::PackedWeightsLowBit::quantize(w.data(), 16, 32, 32, fmt(4, 32, true));
+  const auto packed =
+      Q::PackedWeightsLowBit::quantize(w.data(), 16, 32, 32, make_format(4, 32, true));
   EXPECT_ERROR_CONTAINS(Q::weight_only_gemm(x.data(), 2, 31, packed, nullptr, y.data(), 16),
                         "x_row_stride = 31");
   EXPECT_ERROR_CONTAINS(Q::weight_only_gemm(x.data(), 2, 32, packed, nullptr, y.data(), 15),
@@ -221,7 +285,8 @@ TEST(WeightOnlyGemm, LinearShapesAndBf16Activations) {
   const std::int64_t n = 40, k = 96;
   const std::vector<float> w = gaussian(static_cast<std::size_t>(n * k), rng);
   const std::vector<float> b = gaussian(static_cast<std::size_t>(n), rng);
-  const auto packed = Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, fmt(4, 32, false));
+  const auto packed =
+      Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, make_format(4, 32, false));
   std::vector<std::uint16_t> xb(static_cast<std::size_t>(6 * k));
   std::vector<float> xf(xb.size());
   const std::vector<float> src = gaussian(xb.size(), rng);
@@ -258,7 +323,8 @@ TEST(WeightOnlyGemm, ThreadCountDoesNotChangeResults) {
   const std::vector<float> w = gaussian(static_cast<std::size_t>(n * k), rng);
   for (const std::int64_t m : {std::int64_t{1}, std::int64_t{19}}) {
     const std::vector<float> x = gaussian(static_cast<std::size_t>(m * k), rng);
-    const auto packed = Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, fmt(4, 128, false));
+    const auto packed =
+        Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, make_format(4, 128, false));
     const int before = Q::num_threads();
     Q::set_num_threads(1);
     const std::vector<float> one = run(x, m, packed, nullptr);
@@ -303,7 +369,7 @@ TEST(WeightOnlyAccuracy, SqnrMatchesTheQuantizationStep) {
                         {4, 128, true},  {4, 256, true}, {4, 0, true},  {4, 32, false},
                         {4, 128, false}, {8, 128, true}};
   for (const Case& cs : cases) {
-    const Q::WeightOnlyFormat f = fmt(cs.bits, cs.group, cs.symmetric);
+    const Q::WeightOnlyFormat f = make_format(cs.bits, cs.group, cs.symmetric);
     const auto packed = Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, f);
     const PlainWeights p(packed);
     const std::vector<float> y = run(x, m, packed, nullptr);
@@ -335,7 +401,8 @@ TEST(WeightOnlyGemm, Int8PathLinearBf16AndStrides) {
   const std::int64_t n = 40, k = 96, m = 20;
   const std::vector<float> w = gaussian(static_cast<std::size_t>(n * k), rng);
   const std::vector<float> b = gaussian(static_cast<std::size_t>(n), rng);
-  const auto packed = Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, fmt(8, 32, false));
+  const auto packed =
+      Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, make_format(8, 32, false));
   std::vector<std::uint16_t> xb(static_cast<std::size_t>(m * k));
   std::vector<float> xf(xb.size());
   const std::vector<float> src = gaussian(xb.size(), rng);
@@ -376,7 +443,8 @@ TEST(WeightOnlyGemm, Int8PathThreadCountDoesNotChangeResults) {
   for (const bool sym : {true, false}) {
     for (const std::int64_t m : {std::int64_t{1}, std::int64_t{70}}) {
       const std::vector<float> x = gaussian(static_cast<std::size_t>(m * k), rng);
-      const auto packed = Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, fmt(4, 128, sym));
+      const auto packed =
+          Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, make_format(4, 128, sym));
       const int before = Q::num_threads();
       Q::set_num_threads(1);
       const auto one = run(x, m, packed, nullptr, Q::WeightOnlyActivations::int8_dynamic);
@@ -399,7 +467,8 @@ TEST(WeightOnlyGemm, RowsAreBatchInvariant) {
   const std::vector<float> x = gaussian(static_cast<std::size_t>(m * k), rng);
   const Q::Isa before = Q::active_isa();
   for (const int bits : {4, 8}) {
-    const auto packed = Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, fmt(bits, 64, false));
+    const auto packed =
+        Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, make_format(bits, 64, false));
     for (const Q::Isa isa : Q::supported_isas()) {
       Q::set_isa(isa);
       {
@@ -417,7 +486,7 @@ TEST(WeightOnlyGemm, RowsAreBatchInvariant) {
   Q::set_isa(before);
 }
 
-// `automatic` takes int8_dynamic for every M when the tier has a fast int8 kernel for the codes
+// `automatic` takes int8_blocks for every M when the tier has a fast int8 kernel for the codes
 // (AVX-512 with VNNI; AVX2, and AVX-512 without VNNI, through the AVX2 kernel; int4 and int8
 // codes alike) and groups fit; float32 otherwise, and for non-finite x.
 TEST(WeightOnlyGemm, AutomaticPicksTheDocumentedPath) {
@@ -426,7 +495,8 @@ TEST(WeightOnlyGemm, AutomaticPicksTheDocumentedPath) {
   const std::vector<float> w = gaussian(static_cast<std::size_t>(n * k), rng);
   const Q::Isa before = Q::active_isa();
   for (const int bits : {4, 8}) {
-    const auto packed = Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, fmt(bits, 64, true));
+    const auto packed =
+        Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, make_format(bits, 64, true));
     for (const Q::Isa isa : Q::supported_isas()) {
       Q::set_isa(isa);
       // Both code widths: VNNI or AVX2 kernels; the reference tier has none.
@@ -435,10 +505,11 @@ TEST(WeightOnlyGemm, AutomaticPicksTheDocumentedPath) {
         SCOPED_TRACE(Q::to_string(isa) + " int" + std::to_string(bits) + " m=" + std::to_string(m));
         const auto path = Q::resolve_activations({}, m, packed);
         const auto want =
-            fast ? Q::WeightOnlyActivations::int8_dynamic : Q::WeightOnlyActivations::float32;
+            fast ? Q::WeightOnlyActivations::int8_blocks : Q::WeightOnlyActivations::float32;
         EXPECT_EQ(path, want);
         for (const auto explicit_path :
-             {Q::WeightOnlyActivations::float32, Q::WeightOnlyActivations::int8_dynamic}) {
+             {Q::WeightOnlyActivations::float32, Q::WeightOnlyActivations::int8_dynamic,
+              Q::WeightOnlyActivations::int8_blocks}) {
           EXPECT_EQ(Q::resolve_activations(Q::WeightOnlyOptions{explicit_path}, m, packed),
                     explicit_path);
         }
@@ -487,7 +558,7 @@ TEST(WeightOnlyAccuracy, Int8PathSqnrMatchesTheCombinedPrediction) {
   const Case cases[] = {{8, 0, true}, {8, 0, false},  {4, 32, true},   {4, 128, true},
                         {4, 0, true}, {4, 32, false}, {4, 128, false}, {8, 128, true}};
   for (const Case& cs : cases) {
-    const Q::WeightOnlyFormat f = fmt(cs.bits, cs.group, cs.symmetric);
+    const Q::WeightOnlyFormat f = make_format(cs.bits, cs.group, cs.symmetric);
     const auto packed = Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, f);
     const PlainWeights p(packed);
     const std::vector<float> w_hat = packed.decode();

@@ -23,14 +23,7 @@ using Q::testing::rounding_bound;
 
 namespace {
 
-Q::WeightOnlyFormat fmt(int bits, std::int64_t group, bool symmetric, Q::ScaleType scales) {
-  Q::WeightOnlyFormat f;
-  f.bits = bits;
-  f.group_size = group;
-  f.symmetric = symmetric;
-  f.scale_type = scales;
-  return f;
-}
+using Q::testing::make_format;
 
 class WeightOnlyTiers : public ::testing::Test {
  protected:
@@ -133,7 +126,7 @@ TEST_F(WeightOnlyTiers, EveryTierWithinTheRoundingBound) {
       for (const std::int64_t g : {std::int64_t{0}, std::int64_t{32}, std::int64_t{256}}) {
         for (const Q::ScaleType st : {Q::ScaleType::f32, Q::ScaleType::bf16}) {
           const std::int64_t n = ns[rng() % 5], k = ks[rng() % 7], m = ms[rng() % 8];
-          const Q::WeightOnlyFormat f = fmt(bits, g, sym, st);
+          const Q::WeightOnlyFormat f = make_format(bits, g, sym, st);
           SCOPED_TRACE(f.describe() + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
                        " m=" + std::to_string(m));
           const std::vector<float> w = gaussian(static_cast<std::size_t>(n * k), rng);
@@ -172,7 +165,7 @@ TEST_F(WeightOnlyTiers, ShapeSweep) {
     for (const std::int64_t n : {1, 15, 16, 17, 33}) {
       for (const std::int64_t k : {8, 31, 32, 33, 129}) {
         for (const std::int64_t m : {1, 3, 7, 8, 9, 16}) {
-          const Q::WeightOnlyFormat f = fmt(bits, 32, bits == 8, Q::ScaleType::f32);
+          const Q::WeightOnlyFormat f = make_format(bits, 32, bits == 8, Q::ScaleType::f32);
           SCOPED_TRACE(f.describe() + " n=" + std::to_string(n) + " k=" + std::to_string(k) +
                        " m=" + std::to_string(m));
           const std::vector<float> w = gaussian(static_cast<std::size_t>(n * k), rng);
@@ -222,8 +215,8 @@ TEST_F(WeightOnlyTiers, Int8PathMatchesItsSpecificationBitForBit) {
           for (float& v : x)
             v += trial == 2 ? 1.5f : 0.0f;
           const std::vector<float> bias = gaussian(static_cast<std::size_t>(n), rng);
-          const auto packed =
-              Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, fmt(bits, g, sym, scales));
+          const auto packed = Q::PackedWeightsLowBit::quantize(w.data(), n, k, k,
+                                                               make_format(bits, g, sym, scales));
           const float* b = trial == 0 ? nullptr : bias.data();
           const std::vector<float> expected = Q::testing::int8_path_spec(x, m, packed, b);
           for (const Q::Isa isa : Q::supported_isas()) {
@@ -256,8 +249,8 @@ TEST_F(WeightOnlyTiers, Int8PathFewRowsMatchesItsSpecification) {
           const std::int64_t n = std::int64_t{1} + static_cast<std::int64_t>(rng() % 150);
           const std::int64_t k = g == 128 ? 300 : 77;
           const std::vector<float> w = gaussian(static_cast<std::size_t>(n * k), rng);
-          const auto packed =
-              Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, fmt(bits, g, sym, scales));
+          const auto packed = Q::PackedWeightsLowBit::quantize(w.data(), n, k, k,
+                                                               make_format(bits, g, sym, scales));
           const std::vector<float> bias = gaussian(static_cast<std::size_t>(n), rng);
           for (const std::int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 20, 23}) {
             std::vector<float> x = gaussian(static_cast<std::size_t>(m * k), rng, 2.0f);
@@ -287,7 +280,8 @@ TEST_F(WeightOnlyTiers, Int8PathOnHugePageWeights) {
   std::mt19937_64 rng(Q::testing::test_seed());
   const std::int64_t n = 4100, k = 2056;  // int4 codes alone: 4.2 MB
   const std::vector<float> w = gaussian(static_cast<std::size_t>(n * k), rng);
-  const auto packed = Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, fmt(4, 128, true, {}));
+  const auto packed =
+      Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, make_format(4, 128, true, {}));
   ASSERT_GE(packed.packed_bytes(), std::size_t{4} << 20);
   for (const std::int64_t m : {std::int64_t{1}, std::int64_t{6}}) {
     const std::vector<float> x = gaussian(static_cast<std::size_t>(m * k), rng);
@@ -355,15 +349,18 @@ TEST_F(WeightOnlyTiers, Int8PathExtremeCodesAndActivations) {
         weights.push_back(Q::PackedWeightsLowBit::from_quantized(
             Q::QuantizedTensor({n, k}, qp, Q::pack_codes(q, qd))));
         ASSERT_EQ(weights.back().codes(), q);
-        for (const Q::ScaleType st : {Q::ScaleType::f32, Q::ScaleType::bf16}) {
-          weights.push_back(
-              Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, fmt(bits, g, sym, st)));
+        // The min_max grid with f32 and bf16 scales, the search grid with f16 ones.
+        for (const Q::ScaleType st : {Q::ScaleType::f32, Q::ScaleType::bf16, Q::ScaleType::f16}) {
+          Q::WeightOnlyFormat f = make_format(bits, g, sym, st);
+          f.grid = st == Q::ScaleType::f16 ? Q::WeightOnlyGrid::search : Q::WeightOnlyGrid::min_max;
+          weights.push_back(Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, f));
+          if (f.grid == Q::WeightOnlyGrid::search) continue;  // it may clip ±a (least squares)
           // quantize() puts ±a at the ends of the grid or one step inside (the symmetric grids'
-          // tie at −7.5 / −127.5 rounds either way; a bf16 scale may round up).
+          // tie at −7.5 / −127.5 rounds either way; a 16-bit scale may round up).
           const std::vector<std::int32_t> got = weights.back().codes();
-          const auto grid = weights.back().to_quantized().qdtype();
-          ASSERT_GE(got[0], grid.quant_max() - 1);
-          ASSERT_LE(got[static_cast<std::size_t>(k)], grid.quant_min() + 1);
+          const Q::QDtype range = Q::QDtype::full_range(bits, sym);
+          ASSERT_GE(got[0], range.quant_max() - 1) << f.describe();
+          ASSERT_LE(got[static_cast<std::size_t>(k)], range.quant_min() + 1) << f.describe();
         }
         // Rows of x (codes): all 255 (zero point 0); all 0 (zero point 255); 255 but one 0 (zero
         // point 128); 255 / 0 alternating; Gaussian; 255 but one 0 (zero point 3).

@@ -22,6 +22,19 @@ inline std::vector<float> gaussian(std::size_t count, std::mt19937_64& rng, floa
   return out;
 }
 
+/// A WeightOnlyFormat from its fields.
+inline WeightOnlyFormat make_format(int bits, std::int64_t group, bool symmetric,
+                                    ScaleType scales = ScaleType::f32,
+                                    WeightOnlyGrid grid = WeightOnlyGrid::search) {
+  WeightOnlyFormat f;
+  f.bits = bits;
+  f.group_size = group;
+  f.symmetric = symmetric;
+  f.scale_type = scales;
+  f.grid = grid;
+  return f;
+}
+
 /// The quantized weight's parameters in plain row-major form, read once.
 struct PlainWeights {
   std::int64_t n, k, groups, group_length;
@@ -70,7 +83,8 @@ inline double rounding_bound(const std::vector<float>& x, std::int64_t row, cons
   double magnitude = 0.0;
   for (std::int64_t t = 0; t < w.k; ++t) {
     const std::size_t g = w.group_index(col, t);
-    magnitude += std::fabs(double(x[static_cast<std::size_t>(row * w.k + t)])) * double(w.s[g]) *
+    magnitude += std::fabs(double(x[static_cast<std::size_t>(row * w.k + t)])) *
+                 std::fabs(double(w.s[g])) *
                  (std::abs(w.q[static_cast<std::size_t>(col * w.k + t)]) + std::abs(w.z[g]));
   }
   return (longest + double(w.groups) + 6.0) * u * magnitude + u * std::fabs(y_exact);
@@ -128,6 +142,48 @@ inline std::vector<float> int8_path_spec(const std::vector<float>& x, std::int64
       acc = std::fma(-static_cast<float>(zx), weight_sum, acc);
       y[static_cast<std::size_t>(r * w.n + c)] =
           std::fma(sx, acc, bias != nullptr ? bias[c] : 0.0f);
+    }
+  }
+  return y;
+}
+
+/// The block-wise int8-activation path's specification (docs/numerics.md, "Block-wise
+/// activation scales"), from the public accessors: per row and weight group s_x = max|x| / 127,
+/// xq = clamp(nearbyint(x · fl(1 / s_x)), −127, 127) (0 when s_x = 0), D = Σ xq · (q − z)
+/// exact, acc = fma(fl(s · s_x), float(D), acc) in group order, y = acc + bias.
+inline std::vector<float> int8_blocks_spec(const std::vector<float>& x, std::int64_t m,
+                                           const PackedWeightsLowBit& packed, const float* bias) {
+  const PlainWeights w(packed);
+  std::vector<float> y(static_cast<std::size_t>(m * w.n));
+  std::vector<std::int32_t> xq(static_cast<std::size_t>(w.k));
+  std::vector<float> sx(static_cast<std::size_t>(w.groups));
+  for (std::int64_t r = 0; r < m; ++r) {
+    const float* row = x.data() + r * w.k;
+    for (std::int64_t j = 0; j < w.groups; ++j) {
+      const std::int64_t k0 = j * w.group_length, k1 = std::min(w.k, k0 + w.group_length);
+      float amax = 0.0f;
+      for (std::int64_t t = k0; t < k1; ++t)
+        amax = std::max(amax, std::abs(row[t]));
+      const float s = amax / 127.0f;
+      const float inv = s != 0.0f ? 1.0f / s : 0.0f;
+      sx[static_cast<std::size_t>(j)] = s;
+      for (std::int64_t t = k0; t < k1; ++t) {
+        xq[static_cast<std::size_t>(t)] =
+            static_cast<std::int32_t>(std::clamp(std::nearbyint(row[t] * inv), -127.0f, 127.0f));
+      }
+    }
+    for (std::int64_t c = 0; c < w.n; ++c) {
+      float acc = 0.0f;
+      for (std::int64_t j = 0; j < w.groups; ++j) {
+        const std::size_t g = static_cast<std::size_t>(c * w.groups + j);
+        const std::int64_t k0 = j * w.group_length, k1 = std::min(w.k, k0 + w.group_length);
+        std::int64_t dot = 0;
+        for (std::int64_t t = k0; t < k1; ++t)
+          dot += std::int64_t{xq[static_cast<std::size_t>(t)]} *
+                 (w.q[static_cast<std::size_t>(c * w.k + t)] - w.z[g]);
+        acc = std::fma(w.s[g] * sx[static_cast<std::size_t>(j)], static_cast<float>(dot), acc);
+      }
+      y[static_cast<std::size_t>(r * w.n + c)] = acc + (bias != nullptr ? bias[c] : 0.0f);
     }
   }
   return y;

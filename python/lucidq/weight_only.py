@@ -21,7 +21,7 @@ from ._lucidq import (
     weight_only_linear,
 )
 
-_ACTIVATIONS = ("auto", "float32", "int8")
+_ACTIVATIONS = ("auto", "float32", "int8", "int8_blocks")
 
 __all__ = ["WeightOnlyLinear"]
 
@@ -40,7 +40,7 @@ class WeightOnlyLinear:
         if activations not in _ACTIVATIONS:
             raise Error(
                 f"WeightOnlyLinear: activations = {activations!r} "
-                '(expected "auto", "float32" or "int8")'
+                '(expected "auto", "float32", "int8" or "int8_blocks")'
             )
         self._activations = activations
         if not isinstance(weight, PackedWeightsLowBit):
@@ -75,20 +75,31 @@ class WeightOnlyLinear:
         symmetric=True,
         scale_type="f32",
         activations="auto",
+        grid="search",
     ):
         """Quantizes float weights [out_features, in_features] group-wise.
 
         bits: 4 or 8; group_size: 32, 64, 128, 256, or None / 0 for per-channel;
         symmetric: signed grid, zero point 0 (else affine, unsigned grid);
-        scale_type: "f32" or "bf16"; activations: "float32" (float FMAs, weight
+        scale_type: "f32", "bf16" or "f16"; grid: "search" (the error-minimizing
+        grid over every level, the default) or "min_max" (the core's min/max
+        qparams); activations: "float32" (float FMAs, weight
         error only), "int8" (each row of x quantized dynamically to uint8 and
         multiplied exactly in int32: faster, adds the activation
-        quantization error) or "auto" (int8 when the CPU has a fast kernel for
-        it, AVX512-VNNI or AVX2, and x is finite; for any
+        quantization error), "int8_blocks" (x quantized to int8 with one
+        scale per weight group, as ggml's q8_0 at groups of 32: exact int32
+        group products, less activation error than "int8") or "auto"
+        (int8_blocks, or "int8" for per-channel weights, when the CPU has a
+        fast kernel for it, AVX512-VNNI or AVX2, and x is finite; for any
         number of rows).
         """
         packed = PackedWeightsLowBit.quantize(
-            weight, bits=bits, group_size=group_size, symmetric=symmetric, scale_type=scale_type
+            weight,
+            bits=bits,
+            group_size=group_size,
+            symmetric=symmetric,
+            scale_type=scale_type,
+            grid=grid,
         )
         return cls(packed, bias, activations)
 
@@ -116,7 +127,7 @@ class WeightOnlyLinear:
         return self._activations
 
     def activation_path(self, rows):
-        """The path a call on `rows` rows of finite x takes: "float32" or "int8_dynamic"."""
+        """The path a call on `rows` rows of finite x takes: "float32", "int8_dynamic" or "int8_blocks"."""
         return weight_only_activations(self._weight, rows, self._activations)
 
     @property
@@ -129,7 +140,7 @@ class WeightOnlyLinear:
 
     @property
     def format(self):
-        """{"bits", "group_size", "symmetric", "scale_type"} (group_size 0 = per-channel)."""
+        """{"bits", "group_size", "symmetric", "scale_type", "grid"} (group_size 0 = per-channel)."""
         return self._weight.format
 
     def to_quantized(self):

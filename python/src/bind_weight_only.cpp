@@ -9,23 +9,32 @@ namespace {
 Q::ScaleType scale_type_from(const std::string& name) {
   if (name == "f32" || name == "float32") return Q::ScaleType::f32;
   if (name == "bf16" || name == "bfloat16") return Q::ScaleType::bf16;
-  throw Q::Error("scale_type = \"" + name + "\" (expected \"f32\" or \"bf16\")");
+  if (name == "f16" || name == "float16") return Q::ScaleType::f16;
+  throw Q::Error("scale_type = \"" + name + "\" (expected \"f32\", \"bf16\" or \"f16\")");
+}
+
+Q::WeightOnlyGrid grid_from(const std::string& name) {
+  if (name == "search") return Q::WeightOnlyGrid::search;
+  if (name == "min_max") return Q::WeightOnlyGrid::min_max;
+  throw Q::Error("grid = \"" + name + "\" (expected \"search\" or \"min_max\")");
 }
 
 Q::WeightOnlyFormat make_format(int bits, py::handle group_size, bool symmetric,
-                                const std::string& scale_type) {
+                                const std::string& scale_type, const std::string& grid) {
   Q::WeightOnlyFormat f;
   f.bits = bits;
   f.group_size = group_size.is_none() ? 0 : group_size.cast<std::int64_t>();
   f.symmetric = symmetric;
   f.scale_type = scale_type_from(scale_type);
+  f.grid = grid_from(grid);
   f.validate();
   return f;
 }
 
 Q::PackedWeightsLowBit quantize_weight(py::handle weight, int bits, py::handle group_size,
-                                       bool symmetric, const std::string& scale_type) {
-  const Q::WeightOnlyFormat f = make_format(bits, group_size, symmetric, scale_type);
+                                       bool symmetric, const std::string& scale_type,
+                                       const std::string& grid) {
+  const Q::WeightOnlyFormat f = make_format(bits, group_size, symmetric, scale_type, grid);
   const py::array_t<float> w = float32_array(weight, "PackedWeightsLowBit.quantize: weight");
   if (w.ndim() != 2) {
     throw Q::Error("PackedWeightsLowBit.quantize: weight has shape " +
@@ -37,13 +46,14 @@ Q::PackedWeightsLowBit quantize_weight(py::handle weight, int bits, py::handle g
   return Q::PackedWeightsLowBit::quantize(w.data(), n, k, k, f);
 }
 
-// "auto" / "automatic", "float32", "int8" / "int8_dynamic".
+// "auto" / "automatic", "float32", "int8" / "int8_dynamic", "int8_blocks".
 Q::WeightOnlyActivations activations_from(const std::string& name) {
   if (name == "auto" || name == "automatic") return Q::WeightOnlyActivations::automatic;
   if (name == "float32") return Q::WeightOnlyActivations::float32;
   if (name == "int8" || name == "int8_dynamic") return Q::WeightOnlyActivations::int8_dynamic;
+  if (name == "int8_blocks") return Q::WeightOnlyActivations::int8_blocks;
   throw Q::Error("weight_only_linear: activations = \"" + name +
-                 "\" (expected \"auto\", \"float32\" or \"int8\")");
+                 "\" (expected \"auto\", \"float32\", \"int8\" or \"int8_blocks\")");
 }
 
 py::array linear(const Q::PackedWeightsLowBit& w, py::handle x, py::handle bias,
@@ -86,6 +96,7 @@ py::dict format_dict(const Q::WeightOnlyFormat& f) {
   d["group_size"] = f.group_size;
   d["symmetric"] = f.symmetric;
   d["scale_type"] = Q::to_string(f.scale_type);
+  d["grid"] = Q::to_string(f.grid);
   return d;
 }
 
@@ -94,13 +105,14 @@ py::dict format_dict(const Q::WeightOnlyFormat& f) {
 void bind_weight_only(py::module_& m) {
   py::class_<Q::PackedWeightsLowBit> cls(m, "PackedWeightsLowBit", R"doc(
 A weight W[N, K] quantized group-wise to int4 or int8 (symmetric or affine,
-groups of 32 / 64 / 128 / 256 along K or per-channel, f32 or bf16 scales) and
+groups of 32 / 64 / 128 / 256 along K or per-channel, f32, bf16 or f16 scales,
+the error-minimizing "search" grid or the core's "min_max" one) and
 packed once for weight_only_linear, which decodes it inside the kernel.
 Immutable. See docs/formats.md, "Weight-only group formats".
 )doc");
   cls.def_static("quantize", &quantize_weight, py::arg("weight"), py::kw_only(),
                  py::arg("bits") = 4, py::arg("group_size") = 128, py::arg("symmetric") = true,
-                 py::arg("scale_type") = "f32",
+                 py::arg("scale_type") = "f32", py::arg("grid") = "search",
                  "Quantizes float weights [N, K] (group_size None or 0: per-channel).");
   cls.def_static("from_quantized", &Q::PackedWeightsLowBit::from_quantized, py::arg("weight"),
                  "Packs a QuantizedTensor [N, K] (qint4 / quint4 / qint8 / quint8, per-group "
@@ -137,8 +149,10 @@ Immutable. See docs/formats.md, "Weight-only group formats".
         "y = x · ŵᵀ + bias: x float [..., K] (or bfloat16 bit patterns in uint16 with "
         "input_dtype=\"bfloat16\"), returns float32 [..., N]. activations: \"float32\" "
         "(float FMAs), \"int8\" (rows of x quantized dynamically to uint8, exact int8 "
-        "products; adds activation-quantization error) or \"auto\" (int8 when the CPU has a "
-        "fast kernel for it: AVX512-VNNI or AVX2; and x is finite; whatever "
+        "products; adds activation-quantization error), \"int8_blocks\" (x quantized to int8 "
+        "with one scale per weight group, exact int8 products) or \"auto\" (int8_blocks, or int8 "
+        "for per-channel weights, when the CPU has a fast kernel for it: AVX512-VNNI or AVX2; and "
+        "x is finite; whatever "
         "the number of rows; docs/numerics.md).");
   m.def(
       "weight_only_activations",
@@ -147,8 +161,8 @@ Immutable. See docs/formats.md, "Weight-only group formats".
             Q::resolve_activations(Q::WeightOnlyOptions{activations_from(activations)}, rows, w));
       },
       py::arg("w"), py::arg("m"), py::arg("activations") = "auto",
-      "The path weight_only_linear takes for m rows of finite x: \"float32\" or "
-      "\"int8_dynamic\".");
+      "The path weight_only_linear takes for m rows of finite x: \"float32\", "
+      "\"int8_dynamic\" or \"int8_blocks\".");
 }
 
 }  // namespace lucidq_python

@@ -29,7 +29,7 @@ def bound(x, layer):
     w = layer.weight
     g = layer.format["group_size"] or layer.in_features
     cols = np.arange(layer.in_features) // g
-    s = w.scales().astype(np.float64)[:, cols]
+    s = np.abs(w.scales().astype(np.float64))[:, cols]  # the search grid's scales may be < 0
     mag = s * (np.abs(w.codes()) + np.abs(w.zero_points())[:, cols])
     longest = (min(g, layer.in_features) + 7) // 8 * 8
     u = 2.0**-24
@@ -96,7 +96,13 @@ def test_round_trip_through_quantized_tensor(rng):
     np.testing.assert_array_equal(again(x), layer(x))
     np.testing.assert_array_equal(qt.int_repr(), layer.weight.codes())
     np.testing.assert_array_equal(Q.dequantize(qt), layer.dequantized_weight())
-    assert layer.format == {"bits": 4, "group_size": 32, "symmetric": False, "scale_type": "bf16"}
+    assert layer.format == {
+        "bits": 4,
+        "group_size": 32,
+        "symmetric": False,
+        "scale_type": "bf16",
+        "grid": "search",
+    }
     assert "bits=4" in repr(layer)
 
 
@@ -107,7 +113,9 @@ def test_errors():
     with pytest.raises(ValueError, match="group_size = 48"):
         Q.WeightOnlyLinear.from_float(w, group_size=48)
     with pytest.raises(ValueError, match="scale_type"):
-        Q.WeightOnlyLinear.from_float(w, scale_type="f16")
+        Q.WeightOnlyLinear.from_float(w, scale_type="f8")
+    with pytest.raises(ValueError, match="grid"):
+        Q.WeightOnlyLinear.from_float(w, grid="mse")
     with pytest.raises(ValueError, match="expected a 2-D array"):
         Q.WeightOnlyLinear.from_float(np.ones(8, np.float32))
     layer = Q.WeightOnlyLinear.from_float(w, np.zeros(4, np.float32), group_size=32)
@@ -130,7 +138,7 @@ def int8_reference(x, layer):
     q = w.codes().astype(np.float64)
     z = w.zero_points().astype(np.float64)[:, cols]
     shift = 128.0 if (layer.format["bits"] == 8 and not layer.format["symmetric"]) else 0.0
-    mag = s * (np.abs(q - shift) + np.abs(z - shift) * (not layer.format["symmetric"]))
+    mag = np.abs(s) * (np.abs(q - shift) + np.abs(z - shift) * (not layer.format["symmetric"]))
     y = np.empty((x.shape[0], layer.out_features))
     tol = np.empty_like(y)
     u = 2.0**-24
@@ -205,8 +213,10 @@ def test_activations_auto_picks_the_documented_path(rng, bits, group_size):
         Q.set_isa(isa)
         try:
             # int4 and int8 codes alike: AVX-512 VNNI or AVX2 kernels; the reference tier has none.
-            want = "int8_dynamic" if isa != "reference" else "float32"
-            explicit = Q.WeightOnlyLinear(auto.weight, None, "int8" if isa != "reference" else "float32")
+            # Grouped weights: block-wise scales; per-channel: per-row scales (finer there).
+            want = ("int8_blocks" if group_size else "int8_dynamic") if isa != "reference" else "float32"
+            name = {"int8_blocks": "int8_blocks", "int8_dynamic": "int8", "float32": "float32"}[want]
+            explicit = Q.WeightOnlyLinear(auto.weight, None, name)
             for m in (1, 3, 16, 40):
                 assert auto.activation_path(m) == want, (isa, m)
                 x = rng.standard_normal((m, 128)).astype(np.float32)
@@ -223,6 +233,28 @@ def test_activations_auto_picks_the_documented_path(rng, bits, group_size):
     with pytest.raises(ValueError, match=r"x\[3, 9\] = nan"):
         Q.weight_only_linear(auto.weight, bad, activations="int8")
     assert np.isnan(auto(bad)[3]).all()  # auto falls back to float32 for non-finite x
+
+
+def test_dense_f16_layout_and_search_grid(rng):
+    """int4 g32 with f16 scales streams 4.5 bits per weight; the search grid (the default) has
+    less output error than min_max, with float and with block-wise int8 activations."""
+    n, k, m = 64, 512, 8
+    w = rng.standard_normal((n, k)).astype(np.float32)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    y_true = x.astype(np.float64) @ w.astype(np.float64).T
+    errors = {}
+    for grid in ("search", "min_max"):
+        for acts in ("float32", "int8_blocks"):
+            layer = Q.WeightOnlyLinear.from_float(
+                w, bits=4, group_size=32, scale_type="f16", grid=grid, activations=acts
+            )
+            assert layer.weight.packed_bytes * 8 == 4.5 * n * k
+            assert layer.format["grid"] == grid and layer.activation_path(m) == acts
+            y = layer(x).astype(np.float64)
+            errors[grid, acts] = np.sqrt(np.sum((y - y_true) ** 2) / np.sum(y_true**2))
+    print(errors)
+    assert errors["search", "float32"] < errors["min_max", "float32"]
+    assert errors["search", "int8_blocks"] < errors["min_max", "int8_blocks"]
 
 
 def test_readme_example_runs():

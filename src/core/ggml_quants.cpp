@@ -237,4 +237,14 @@ void ggml_dequantize_rows(GgmlType type, const void* src, float* dst, std::int64
                            });
 }
 
+std::vector<float> ggml_round_trip_rows(GgmlType type, const float* src, std::int64_t rows,
+                                        std::int64_t n_per_row, const float* imatrix) {
+  check_arguments("ggml_round_trip_rows", type, src, src, rows, n_per_row);
+  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(ggml_row_size(type, n_per_row) * rows));
+  ggml_quantize_rows(type, src, bytes.data(), rows, n_per_row, imatrix);
+  std::vector<float> out(static_cast<std::size_t>(rows * n_per_row));
+  ggml_dequantize_rows(type, bytes.data(), out.data(), rows, n_per_row);
+  return out;
+}
+
 }  // namespace lucid::quantization

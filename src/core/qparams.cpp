@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <sstream>
 #include <tuple>
 
 #include "core/qparams_formula.hpp"
+#include "kernels/qparams_spec.hpp"
 #include "lucid/quantization/error.hpp"
 #include "support/param_layout.hpp"
 
@@ -39,34 +41,40 @@ void check_eps(float eps) {
   }
 }
 
+// The per-entry checks of validate() in one branch-free pass that the compiler vectorises (a
+// per-group QParams of a large tensor has millions of entries); validate() then looks for the
+// entry to name only when this fails.
+bool entries_valid(const QParams& q) {
+  const auto quant_min = static_cast<std::int32_t>(q.qdtype.quant_min());
+  const auto quant_max = static_cast<std::int32_t>(q.qdtype.quant_max());
+  const int symmetric = is_symmetric(q.qscheme) ? 1 : 0;
+  const auto pinned = static_cast<std::int32_t>(q.qdtype.symmetric_zero_point());
+  const float largest = std::numeric_limits<float>::max();
+  const float* scales = q.scale.data();
+  const std::int32_t* zero_points = q.zero_point.data();
+  int bad = 0;
+  for (std::size_t i = 0; i < q.scale.size(); ++i) {
+    const float s = scales[i];
+    const std::int32_t z = zero_points[i];
+    bad |= !(s > 0.0f) | !(s <= largest) | (z < quant_min) | (z > quant_max) |
+           (symmetric & (z != pinned));
+  }
+  return bad == 0;
+}
+
 }  // namespace
 
 namespace detail {
 
-// One (scale, zero_point) pair, computed in float32 exactly as PyTorch's
-// observers do so that results agree bit for bit.
+kernels::RangeRule range_rule(QScheme qscheme, const QDtype& qdtype, float eps) {
+  return {is_symmetric(qscheme), static_cast<std::int32_t>(qdtype.quant_min()),
+          static_cast<std::int32_t>(qdtype.quant_max()),
+          static_cast<std::int32_t>(qdtype.symmetric_zero_point()), eps};
+}
+
 std::pair<float, std::int32_t> qparams_for_range(float min_val, float max_val, QScheme qscheme,
                                                  const QDtype& qdtype, float eps) {
-  const float min_neg = std::min(min_val, 0.0f);
-  const float max_pos = std::max(max_val, 0.0f);
-  const auto qmin = static_cast<double>(qdtype.quant_min());
-  const auto qmax = static_cast<double>(qdtype.quant_max());
-  float scale;
-  if (is_symmetric(qscheme)) {
-    const float half_range = static_cast<float>((qmax - qmin) / 2.0);
-    scale = std::max(-min_neg, max_pos) / half_range;
-  } else {
-    scale = (max_pos - min_neg) / static_cast<float>(qmax - qmin);
-    if (!std::isfinite(scale)) {  // max - min overflowed float32: redo it in double
-      scale = static_cast<float>((static_cast<double>(max_pos) - min_neg) / (qmax - qmin));
-    }
-  }
-  scale = std::max(scale, eps);
-  if (is_symmetric(qscheme)) {
-    return {scale, static_cast<std::int32_t>(qdtype.symmetric_zero_point())};
-  }
-  const double shifted = qmin - static_cast<double>(std::nearbyint(min_neg / scale));
-  return {scale, static_cast<std::int32_t>(std::clamp(shifted, qmin, qmax))};
+  return kernels::qparams_of_range(min_val, max_val, range_rule(qscheme, qdtype, eps));
 }
 
 }  // namespace detail
@@ -138,6 +146,7 @@ void QParams::validate() const {
                 to_string(qscheme) +
                 " (expected 0, or > 0 together with a per-channel scheme for per-group)");
   }
+  if (entries_valid(*this)) return;
   for (std::size_t i = 0; i < scale.size(); ++i) {
     if (!(std::isfinite(scale[i]) && scale[i] > 0.0f)) {
       throw Error("QParams: scale[" + std::to_string(i) + "] = " + float_text(scale[i]) +

@@ -4,9 +4,13 @@
 #include <cstdint>
 #include <utility>
 
+#include "kernels/kernel_table.hpp"
 #include "lucid/quantization/qparams.hpp"
 
 namespace lucid::quantization::detail {
+
+/// The kernels' form of calculate_qparams's rule (kernels/qparams_spec.hpp).
+kernels::RangeRule range_rule(QScheme qscheme, const QDtype& qdtype, float eps);
 
 /// One (scale, zero_point) from a validated range (finite, min <= max), exactly
 /// as calculate_qparams computes it (docs/numerics.md, "calculate_qparams").

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "core/kernel_args.hpp"
+#include "core/large_buffer.hpp"
 #include "core/qparams_formula.hpp"
 #include "kernels/dispatch.hpp"
 #include "kernels/parallel.hpp"
@@ -85,6 +86,7 @@ struct FusedJob {
   QDtype qdtype;
   kernels::Grid grid;
   float eps;
+  kernels::RangeRule rule;  // qscheme, qdtype and eps as the kernels take them
   QParams* result;
 
   const void* at(std::int64_t flat) const {
@@ -140,8 +142,9 @@ struct FusedJob {
   static constexpr std::int64_t run_groups = 128;
   struct Run {
     std::int64_t begin = 0;  // the first group's first element
-    float mins[run_groups], maxs[run_groups], scales[run_groups], inverse[run_groups];
-    std::int32_t zero_points[run_groups];
+    float mins[run_groups], maxs[run_groups], inverse[run_groups];
+    const float* scales = nullptr;  // the run's slots in *result
+    const std::int32_t* zero_points = nullptr;
   };
 
   // How many units from u on (at most run_groups, before `last`) are whole groups, when inner == 1.
@@ -159,16 +162,11 @@ struct FusedJob {
   void choose_run(std::int64_t u, std::int64_t count, Run& run) const {
     run.begin = unit_at(layout, u).begin;
     k.minmax_groups[t](at(run.begin), count, layout.group_size, run.mins, run.maxs);
-    for (std::int64_t i = 0; i < count; ++i) {
-      float& lo = run.mins[i];
-      float& hi = run.maxs[i];
-      if (lo > hi) lo = hi = 0.0f;  // saw nothing finite
-      const auto [scale, zero_point] = detail::qparams_for_range(lo, hi, qscheme, qdtype, eps);
-      const auto slot = static_cast<std::size_t>(u + i);
-      result->scale[slot] = run.scales[i] = scale;
-      result->zero_point[slot] = run.zero_points[i] = zero_point;
-      run.inverse[i] = 1.0f / scale;
-    }
+    float* scales = result->scale.data() + u;
+    std::int32_t* zero_points = result->zero_point.data() + u;
+    k.group_qparams(run.mins, run.maxs, count, rule, run.inverse, scales, zero_points);
+    run.scales = scales;
+    run.zero_points = zero_points;
   }
 
   // The 8-bit codes of elements [begin, end) of a chosen run into dst: whole groups in one call,
@@ -217,8 +215,8 @@ QuantizedTensor quantize_per_group(const TensorView& x, QScheme qscheme, QDtype 
   qparams.qdtype = qdtype;
   qparams.ch_axis = ch_axis;
   qparams.group_size = group_size;
-  qparams.scale.assign(static_cast<std::size_t>(layout.slots()), 1.0f);
-  qparams.zero_point.assign(static_cast<std::size_t>(layout.slots()), 0);
+  fill_fresh(qparams.scale, static_cast<std::size_t>(layout.slots()), 1.0f);
+  fill_fresh(qparams.zero_point, static_cast<std::size_t>(layout.slots()), std::int32_t{0});
   // Every byte is written below (packed storage byte-aligned per piece, the last byte's unused
   // bits zeroed by the pack kernel): a reused mapping, no fresh page faults (tensor.hpp).
   ByteBuffer storage =
@@ -233,6 +231,7 @@ QuantizedTensor quantize_per_group(const TensorView& x, QScheme qscheme, QDtype 
                      qdtype,
                      grid_of(qdtype),
                      eps,
+                     detail::range_rule(qscheme, qdtype, eps),
                      &qparams};
   const std::int64_t units = layout.outer * layout.groups;
   const int pieces = static_cast<int>(std::clamp<std::int64_t>(kernels::threads_for(x.numel()), 1,

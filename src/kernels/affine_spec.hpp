@@ -37,6 +37,14 @@ inline double round_half_even(double x) {
   return (x + round_half_even_shift) - round_half_even_shift;
 }
 
+/// The float32 form: 1.5 · 2^23 leaves no fraction bits, so for |x| <= 2^22 the two additions
+/// give nearbyint(x) in float (a loop of them vectorises, where nearbyintf is a call per element
+/// on the baseline ISA).
+inline float round_half_even(float x) {
+  constexpr float shift = 12582912.0f;
+  return (x + shift) - shift;
+}
+
 /// nearbyint(x * inv_scale) + zero_point before clamping: the product and the
 /// rounding in float32 (PyTorch's formula), the sum exact in double. NaN stays NaN.
 inline double unclamped_code(float x, float inv_scale, std::int32_t zero_point) {

@@ -47,6 +47,16 @@ struct Grid {
   std::int32_t quant_max;
 };
 
+/// How calculate_qparams turns a range into parameters (qparams_spec.hpp): the grid, the scheme's
+/// symmetry (and the zero point it pins) and the smallest scale.
+struct RangeRule {
+  bool symmetric;
+  std::int32_t quant_min;
+  std::int32_t quant_max;
+  std::int32_t symmetric_zero_point;
+  float eps;
+};
+
 // q[k] = clamp(nearbyint(x[k] * inv_scale) + zero_point, grid); NaN -> zero_point.
 using QuantizeFn = void (*)(const void* x, std::int64_t n, Affine p, Grid grid, void* codes);
 // The same with per-element parameters: element k uses inv_scale[k], zero_point[k].
@@ -85,6 +95,11 @@ using MinMaxGroupsFn = void (*)(const void* x, std::int64_t groups, std::int64_t
 using QuantizeGroupsFn = void (*)(const void* x, std::int64_t groups, std::int64_t group_size,
                                   const float* inv_scale, const float* scale,
                                   const std::int32_t* zero_point, Grid grid, std::int8_t* codes);
+// For g < groups: (inverse[g], scales[g], zero_points[g]) = group_affine(mins[g], maxs[g], rule)
+// (qparams_spec.hpp), the ranges as MinMaxGroupsFn reports them.
+using GroupQParamsFn = void (*)(const float* mins, const float* maxs, std::int64_t groups,
+                                const RangeRule& rule, float* inverse, float* scales,
+                                std::int32_t* zero_points);
 // q[k] = clamp(nearbyint(double(acc[k]) * double(multiplier)) + zero_point, grid),
 // stored as 8-bit two's complement.
 using RequantizeFn = void (*)(const std::int32_t* acc, std::int64_t n, float multiplier,
@@ -114,6 +129,7 @@ struct KernelTable {
   AbsMaxFn abs_max[float_type_count];
   AbsMaxVecFn abs_max_vec[float_type_count];
   MinMaxGroupsFn minmax_groups[float_type_count];      // fused per-group quantize: ranges
+  GroupQParamsFn group_qparams;                        // their parameters
   QuantizeGroupsFn quantize_groups[float_type_count];  // and codes, many groups per call
   RequantizeFn requantize;
   RequantizeVecFn requantize_vec;

@@ -51,6 +51,12 @@ struct Int8Args {
   /// The caller's scratch for this call: Int8Kernel::scratch_bytes(w) bytes, 64-byte aligned,
   /// not shared with another thread (null when the kernel needs none).
   std::uint8_t* scratch = nullptr;
+  /// Block-wise activations (docs/numerics.md, "Block-wise activation scales"), when not null:
+  /// M rows of `groups` scales s_x[r, j], one per weight group, and xq holds *signed* int8
+  /// codes (their bytes) with xq_group_sums = Σ_{k in j} xq; x_scale, x_zero and x_group_sums
+  /// are unused. Per group the exact integer D = Σ_k xq · (q − z) is combined as
+  /// acc = fma(fl(s · s_x[r, j]), float(D), acc) in group order, and y = acc + bias.
+  const float* x_block_scales = nullptr;
 };
 
 /// The staged position of code k of a row (the int4 interleave above).

@@ -6,11 +6,13 @@
 // with channels whose codes and scales are 0). A panel is a sequence of group
 // records, one per group j along K. Record j holds
 //   codes : len_padded(j) × 16 codes in 64-byte blocks (Int4Block / Int8Block),
-//   meta  : 16 scales (f32: 64 bytes, bf16: 32 bytes), then for affine formats
-//           16 uint8 stored zero points; padded to a multiple of 64 bytes.
+//   meta  : 16 scales (f32: 64 bytes, bf16 / f16: 32 bytes), then for affine formats
+//           16 uint8 stored zero points; no padding, so a record streams exactly
+//           code bits + scale (and zero point) bits per weight (the static_asserts below).
 // Every record but the last of a panel has the same size, so record j starts
-// at j · record_bytes. len_padded rounds the group length up to 8, the codes
-// beyond K are 0 and the kernels multiply them by activations padded with 0.
+// at j · record_bytes (records are therefore not 64-byte aligned: the kernels load unaligned).
+// len_padded rounds the group length up to 8, the codes beyond K are 0 and the kernels
+// multiply them by activations padded with 0.
 //
 // Stored code values ("lanes"): symmetric formats keep the signed code
 // (int4 as its two's-complement nibble); affine formats keep the unsigned
@@ -22,6 +24,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+
+#include "lucid/quantization/scalar_type.hpp"
 
 namespace lucid::quantization::weight_only {
 
@@ -45,12 +49,46 @@ struct ScalesF32 {
 struct ScalesBf16 {
   std::uint16_t scale[panel_width];
 };
+struct ScalesF16 {
+  std::uint16_t scale[panel_width];
+};
 struct ZeroPoints {
   std::uint8_t zero_point[panel_width];
 };
 static_assert(sizeof(Int4Block) == 64, "an int4 block is one cache line");
 static_assert(sizeof(Int8Block) == 64, "an int8 block is one cache line");
-static_assert(sizeof(ScalesF32) == 64 && sizeof(ScalesBf16) == 32 && sizeof(ZeroPoints) == 16);
+static_assert(sizeof(ScalesF32) == 64 && sizeof(ScalesBf16) == 32 && sizeof(ScalesF16) == 32 &&
+              sizeof(ZeroPoints) == 16);
+
+/// How a record stores its 16 scales.
+enum class ScaleStorage : std::uint8_t { f32, bf16, f16 };
+
+/// Bytes of one full record: `group` codes of `bits` for 16 channels, their scales and, for
+/// affine formats, zero points (PackedView::record_bytes for every record but a ragged last).
+constexpr std::int64_t record_bytes_of(int bits, std::int64_t group, ScaleStorage scales,
+                                       bool symmetric) {
+  return group * panel_width * bits / 8 + (scales == ScaleStorage::f32 ? 64 : 32) +
+         (symmetric ? 0 : 16);
+}
+/// Bits each weight streams in a format: record bits / (16 · group), exactly.
+constexpr double bits_per_weight_of(int bits, std::int64_t group, ScaleStorage scales,
+                                    bool symmetric) {
+  return 8.0 * static_cast<double>(record_bytes_of(bits, group, scales, symmetric)) /
+         static_cast<double>(panel_width * group);
+}
+// The dense layouts (docs/formats.md, "Weight-only group formats"): code bits + scale bits /
+// group (+ 8 / group for an affine zero point), no padding.
+static_assert(bits_per_weight_of(4, 32, ScaleStorage::f16, true) == 4.5);
+static_assert(bits_per_weight_of(4, 32, ScaleStorage::bf16, true) == 4.5);
+static_assert(bits_per_weight_of(4, 32, ScaleStorage::f32, true) == 5.0);
+static_assert(bits_per_weight_of(4, 32, ScaleStorage::f16, false) == 4.75);
+static_assert(bits_per_weight_of(4, 64, ScaleStorage::f16, true) == 4.25);
+static_assert(bits_per_weight_of(4, 128, ScaleStorage::bf16, true) == 4.125);
+static_assert(bits_per_weight_of(4, 128, ScaleStorage::f32, true) == 4.25);
+static_assert(bits_per_weight_of(4, 256, ScaleStorage::f16, true) == 4.0625);
+static_assert(bits_per_weight_of(8, 32, ScaleStorage::f16, true) == 8.5);
+static_assert(bits_per_weight_of(8, 32, ScaleStorage::f32, true) == 9.0);
+static_assert(bits_per_weight_of(8, 128, ScaleStorage::bf16, false) == 8.1875);
 
 /// What the tier kernels read: plain values only (no std types across ISA files).
 struct PackedView {
@@ -65,7 +103,7 @@ struct PackedView {
   std::int64_t panel_bytes = 0;        ///< bytes of one panel
   int bits = 4;
   bool symmetric = true;
-  bool bf16_scales = false;
+  ScaleStorage scales = ScaleStorage::f32;
   bool huge_pages = false;  ///< data is a transparent-huge-page mapping (ByteBuffer ≥ 4 MiB)
   /// Per channel (panels · 16 floats, padding channels 0), for the int8-activation path:
   /// C[n] = Σ_j s[n, j] · W[n, j], W[n, j] = Σ_{k in j} int8_lane, accumulated as
@@ -80,11 +118,8 @@ struct PackedView {
   }
   /// Bytes of the codes of a group of `padded` stored codes.
   std::int64_t code_bytes(std::int64_t padded) const { return padded * panel_width * bits / 8; }
-  std::int64_t scale_bytes() const { return bf16_scales ? 32 : 64; }
-  std::int64_t meta_bytes() const {
-    const std::int64_t raw = scale_bytes() + (symmetric ? 0 : 16);
-    return (raw + 63) / 64 * 64;
-  }
+  std::int64_t scale_bytes() const { return scales == ScaleStorage::f32 ? 64 : 32; }
+  std::int64_t meta_bytes() const { return scale_bytes() + (symmetric ? 0 : 16); }
   const std::uint8_t* record(std::int64_t panel, std::int64_t j) const {
     return data + panel * panel_bytes + j * record_bytes;
   }
@@ -113,13 +148,10 @@ inline std::int32_t int8_lane(const PackedView& v, const std::uint8_t* codes, st
 
 /// Scale of channel c in the record's meta block.
 inline float meta_scale(const PackedView& v, const std::uint8_t* meta, std::int64_t c) {
-  if (v.bf16_scales) {
+  if (v.scales != ScaleStorage::f32) {
     std::uint16_t bits;
     std::memcpy(&bits, meta + 2 * c, 2);
-    std::uint32_t wide = static_cast<std::uint32_t>(bits) << 16;
-    float value;
-    std::memcpy(&value, &wide, 4);
-    return value;
+    return v.scales == ScaleStorage::bf16 ? bfloat16_to_float(bits) : float16_to_float(bits);
   }
   float value;
   std::memcpy(&value, meta + 4 * c, 4);

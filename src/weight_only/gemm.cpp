@@ -1,6 +1,7 @@
 // Weight-only GEMM driver: validation, activation staging (padding, bf16 widening, group sums),
 // threads.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -9,6 +10,7 @@
 
 #include "core/row_quantization.hpp"
 #include "core/widen.hpp"
+#include "kernels/affine_spec.hpp"
 #include "kernels/dispatch.hpp"
 #include "kernels/parallel.hpp"
 #include "kernels/weight_only.hpp"
@@ -92,9 +94,10 @@ std::uint8_t* thread_scratch(std::size_t bytes) {
   return scratch.get();
 }
 
-// Rows of x quantized per row to uint8 and staged for the int8 kernels (kernels.hpp, Int8Args).
+// Rows of x quantized per row to uint8, or per block to int8, and staged for the int8 kernels
+// (kernels/weight_only.hpp, Int8Args).
 struct StagedRows {
-  std::vector<float> scales, zeros, group_sums;
+  std::vector<float> scales, zeros, group_sums, block_scales;
   std::vector<std::int32_t> zero_points, code_sums;
   std::vector<std::uint8_t> xq;
   std::int64_t stride = 0;
@@ -103,8 +106,8 @@ struct StagedRows {
 // Quantizes m float rows (K of them, row r at xs + r · stride) as quantize() does, in parallel
 // over rows. Returns false, staging nothing, when a row is not finite and `fallback` is set;
 // throws naming the first non-finite element otherwise.
-bool stage_rows(const float* xs, std::int64_t stride, std::int64_t m,
-                const weight_only::PackedView& v, bool fallback, StagedRows& out) {
+bool stage_rows(const kernels::KernelTable& kt, const float* xs, std::int64_t stride,
+                std::int64_t m, const weight_only::PackedView& v, bool fallback, StagedRows& out) {
   // Codes exactly as quantize() writes them (zero padding beyond K), then each int4 block of 8
   // interleaved in place into the kernels' order.
   out.stride = (v.k_padded + 63) / 64 * 64;
@@ -117,7 +120,7 @@ bool stage_rows(const float* xs, std::int64_t stride, std::int64_t m,
                                      .qdtype = quint8,
                                      .codes = out.xq.data(),
                                      .code_stride = out.stride};
-  if (!detail::quantize_rows(kernels::active(), rows,
+  if (!detail::quantize_rows(kt, rows,
                              {"weight_only_gemm: x", "int8_dynamic activations must be finite"},
                              fallback, out.scales, out.zero_points))
     return false;
@@ -144,13 +147,80 @@ bool stage_rows(const float* xs, std::int64_t stride, std::int64_t m,
   return true;
 }
 
-// The int8-activation path on float rows (K of them, row r at xs + r · stride). Returns false,
-// writing nothing, when a row is not finite and `fallback` is set; throws otherwise.
-bool run_int8(const float* xs, std::int64_t stride, std::int64_t m,
-              const weight_only::PackedView& v, const float* bias, float* y,
-              std::int64_t y_row_stride, bool fallback) {
+// Quantizes m float rows (K of them, row r at xs + r · stride) in blocks, one per weight group
+// (docs/numerics.md, "Block-wise activation scales"): s_x = max|x| / 127 over the block,
+// xq = clamp(nearbyint(x · (1 / s_x)), −127, 127) (0 for an all-zero block), Σ xq per block,
+// int4 blocks of 8 interleaved as stage_rows does. Parallel over rows; returns false, staging
+// nothing, when a row is not finite and `fallback` is set; throws naming it otherwise.
+bool stage_blocks(const float* xs, std::int64_t stride, std::int64_t m,
+                  const weight_only::PackedView& v, bool fallback, StagedRows& out) {
+  out.stride = (v.k_padded + 63) / 64 * 64;
+  out.xq.assign(static_cast<std::size_t>(m * out.stride), 0);
+  out.block_scales.assign(static_cast<std::size_t>(m * v.groups), 0.0f);
+  out.code_sums.assign(out.block_scales.size(), 0);
+  std::vector<char> finite(static_cast<std::size_t>(m), 1);
+  const int pieces = kernels::threads_for(m * v.k);
+  kernels::parallel_pieces(m, pieces, 1, [&](int, std::int64_t begin, std::int64_t end) {
+    for (std::int64_t r = begin; r < end; ++r) {
+      std::uint8_t* dst = out.xq.data() + r * out.stride;
+      for (std::int64_t j = 0; j < v.groups; ++j) {
+        const std::int64_t k0 = j * v.group_length;
+        const std::int64_t len = std::min(v.group_length, v.k - k0);
+        const float* x = xs + r * stride + k0;
+        // max |x| on the bit patterns with the sign cleared: for finite floats their integer
+        // order; at or above the infinity pattern the block holds an inf or a NaN. (An integer
+        // loop the compiler vectorises.)
+        std::int32_t top = 0;
+        for (std::int64_t t = 0; t < len; ++t) {
+          std::int32_t bits;
+          std::memcpy(&bits, x + t, 4);
+          bits &= 0x7fffffff;
+          top = bits > top ? bits : top;
+        }
+        if (top >= 0x7f800000) {
+          finite[static_cast<std::size_t>(r)] = 0;
+          break;
+        }
+        float amax;
+        std::memcpy(&amax, &top, 4);
+        const float scale = amax / 127.0f;
+        const float inverse = scale != 0.0f ? 1.0f / scale : 0.0f;
+        std::int32_t sum = 0;
+        for (std::int64_t t = 0; t < len; ++t) {
+          // nearbyint of the float product, clamped first to the integer limits (the same
+          // codes), in two float additions: a loop the compiler vectorises.
+          const auto q = static_cast<std::int32_t>(
+              kernels::round_half_even(std::clamp(x[t] * inverse, -127.0f, 127.0f)));
+          dst[k0 + t] = static_cast<std::uint8_t>(static_cast<std::int8_t>(q));
+          sum += q;
+        }
+        const auto at = static_cast<std::size_t>(r * v.groups + j);
+        out.block_scales[at] = scale;
+        out.code_sums[at] = sum;
+      }
+      if (v.bits == 4) interleave_int4_blocks(dst, v.k_padded);
+    }
+  });
+  for (std::int64_t r = 0; r < m; ++r) {
+    if (finite[static_cast<std::size_t>(r)] != 0) continue;
+    if (fallback) return false;
+    detail::throw_first_nonfinite(
+        xs + r * stride, v.k, r, {"weight_only_gemm: x", "int8_blocks activations must be finite"});
+  }
+  return true;
+}
+
+// The int8-activation path on float rows (K of them, row r at xs + r · stride): per-row uint8
+// (int8_dynamic) or per-block int8 (int8_blocks) activations. Returns false, writing nothing,
+// when a row is not finite and `fallback` is set; throws otherwise.
+bool run_int8(const kernels::KernelTable& kt, WeightOnlyActivations path, const float* xs,
+              std::int64_t stride, std::int64_t m, const weight_only::PackedView& v,
+              const float* bias, float* y, std::int64_t y_row_stride, bool fallback) {
   StagedRows staged;
-  if (!stage_rows(xs, stride, m, v, fallback, staged)) return false;
+  const bool blocks = path == WeightOnlyActivations::int8_blocks;
+  if (blocks ? !stage_blocks(xs, stride, m, v, fallback, staged)
+             : !stage_rows(kt, xs, stride, m, v, fallback, staged))
+    return false;
   weight_only::Int8Args args;
   args.w = v;
   args.xq = staged.xq.data();
@@ -158,12 +228,15 @@ bool run_int8(const float* xs, std::int64_t stride, std::int64_t m,
   args.x_scale = staged.scales.data();
   args.x_zero = staged.zeros.data();
   args.x_group_sums = staged.group_sums.empty() ? nullptr : staged.group_sums.data();
+  args.x_block_scales = blocks ? staged.block_scales.data() : nullptr;
   args.xq_group_sums = staged.code_sums.data();
   args.m = m;
   args.bias = bias;
   args.y = y;
   args.y_stride = y_row_stride;
-  const weight_only::Int8Kernel choice = weight_only::int8_kernel(kernels::active(), m, v.bits);
+  // Block-wise activations: the in-register kernel at every M (the tile kernel has no such form).
+  const weight_only::Int8Kernel choice =
+      weight_only::int8_kernel(kt, blocks ? 1 : m, blocks ? 4 : v.bits);
   const std::int64_t work = v.n * v.k * std::max<std::int64_t>(1, m / 8);
   const int pieces = static_cast<int>(
       std::min<std::int64_t>(kernels::threads_for(work, min_weights_per_thread), v.panels));
@@ -187,19 +260,32 @@ std::string to_string(WeightOnlyActivations activations) {
       return "float32";
     case WeightOnlyActivations::int8_dynamic:
       return "int8_dynamic";
+    case WeightOnlyActivations::int8_blocks:
+      return "int8_blocks";
     default:
       return "automatic";
   }
 }
 
+namespace {
+
+// resolve_activations on the call's kernel table (deliberately not a function of M: rows are
+// batch-invariant).
+WeightOnlyActivations resolve_with(const kernels::KernelTable& kt, const WeightOnlyOptions& options,
+                                   const weight_only::PackedView& v) {
+  if (options.activations != WeightOnlyActivations::automatic) return options.activations;
+  const bool fits = v.group_length <= int8_max_group;
+  if (!fits || !weight_only::int8_kernel_is_fast(kt, v.bits)) return WeightOnlyActivations::float32;
+  // One group per row: a block would be the whole row, where the per-row affine scale is finer.
+  return v.groups > 1 ? WeightOnlyActivations::int8_blocks : WeightOnlyActivations::int8_dynamic;
+}
+
+}  // namespace
+
 WeightOnlyActivations resolve_activations(const WeightOnlyOptions& options, std::int64_t m,
                                           const PackedWeightsLowBit& w) {
-  if (options.activations != WeightOnlyActivations::automatic) return options.activations;
-  const bool fits = w.layout().view.group_length <= int8_max_group;
-  (void)m;  // deliberately not a function of M: rows are batch-invariant
-  return (fits && weight_only::int8_kernel_is_fast(kernels::active(), w.layout().view.bits))
-             ? WeightOnlyActivations::int8_dynamic
-             : WeightOnlyActivations::float32;
+  (void)m;
+  return resolve_with(kernels::active(), options, w.layout().view);
 }
 
 void weight_only_gemm(const void* x, ScalarType x_type, std::int64_t m, std::int64_t x_row_stride,
@@ -224,17 +310,18 @@ void weight_only_gemm(const void* x, ScalarType x_type, std::int64_t m, std::int
                 " (expected >= N = " + str(v.n) + ")");
   }
 
-  const WeightOnlyActivations path = resolve_activations(options, m, w);
-  if (path == WeightOnlyActivations::int8_dynamic) {
+  const kernels::KernelTable& kt = kernels::active();  // once per call: every choice below
+  const WeightOnlyActivations path = resolve_with(kt, options, v);
+  if (path == WeightOnlyActivations::int8_dynamic || path == WeightOnlyActivations::int8_blocks) {
     if (v.group_length > int8_max_group) {
-      throw Error(std::string(fn) + "int8_dynamic activations need groups of at most " +
+      throw Error(std::string(fn) + to_string(path) + " activations need groups of at most " +
                   str(int8_max_group) + " elements (this weight's group: " + str(v.group_length) +
                   ")");
     }
     const bool fallback = options.activations == WeightOnlyActivations::automatic;
     if (x_type == ScalarType::float32) {  // quantized straight from the caller's rows
-      if (run_int8(static_cast<const float*>(x), x_row_stride, m, v, bias, y, y_row_stride,
-                   fallback))
+      if (run_int8(kt, path, static_cast<const float*>(x), x_row_stride, m, v, bias, y,
+                   y_row_stride, fallback))
         return;
     } else {
       std::vector<float> wide(static_cast<std::size_t>(m * v.k));
@@ -242,7 +329,7 @@ void weight_only_gemm(const void* x, ScalarType x_type, std::int64_t m, std::int
         detail::widen_to_float32(static_cast<const std::uint16_t*>(x) + r * x_row_stride, x_type,
                                  v.k, wide.data() + r * v.k);
       }
-      if (run_int8(wide.data(), v.k, m, v, bias, y, y_row_stride, fallback)) return;
+      if (run_int8(kt, path, wide.data(), v.k, m, v, bias, y, y_row_stride, fallback)) return;
     }
   }
 
@@ -279,7 +366,7 @@ void weight_only_gemm(const void* x, ScalarType x_type, std::int64_t m, std::int
   args.y = y;
   args.y_stride = y_row_stride;
 
-  const weight_only::PanelsKernel kernel = kernels::active().weight_only_f32;
+  const weight_only::PanelsKernel kernel = kt.weight_only_f32;
   const std::int64_t work = v.n * v.k * std::max<std::int64_t>(1, m / 8);
   const int pieces = static_cast<int>(
       std::min<std::int64_t>(kernels::threads_for(work, min_weights_per_thread), v.panels));

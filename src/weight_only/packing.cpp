@@ -6,9 +6,11 @@
 #include <string>
 
 #include "core/large_buffer.hpp"
+#include "kernels/parallel.hpp"
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/pack.hpp"
 #include "lucid/quantization/quantize.hpp"
+#include "weight_only/grid_search.hpp"
 #include "weight_only/layout.hpp"
 
 namespace lucid::quantization {
@@ -24,6 +26,46 @@ std::string str(std::int64_t v) {
 
 bool allowed_group(std::int64_t g) {
   return g == 0 || g == 32 || g == 64 || g == 128 || g == 256;
+}
+
+weight_only::ScaleStorage storage_of(ScaleType type) {
+  switch (type) {
+    case ScaleType::bf16:
+      return weight_only::ScaleStorage::bf16;
+    case ScaleType::f16:
+      return weight_only::ScaleStorage::f16;
+    default:
+      return weight_only::ScaleStorage::f32;
+  }
+}
+
+float keep_f32(float s) {
+  return s;
+}
+float round_to_bf16(float s) {
+  return bfloat16_to_float(float_to_bfloat16(s));
+}
+float round_to_f16(float s) {
+  return float16_to_float(float_to_float16(s));
+}
+
+// How a scale is rounded to its storage type before the codes are chosen.
+weight_only::ScaleRounding rounding_of(ScaleType type) {
+  switch (type) {
+    case ScaleType::bf16:
+      return &round_to_bf16;
+    case ScaleType::f16:
+      return &round_to_f16;
+    default:
+      return &keep_f32;
+  }
+}
+
+void throw_scale_overflow(ScaleType type) {
+  throw Error("PackedWeightsLowBit::quantize: a group scale overflows " + to_string(type) +
+              (type == ScaleType::f16 ? " (expected weights with |w| below ~5e5; use bf16 or f32 "
+                                        "scales for larger ones)"
+                                      : " (expected weights with |w| below ~3e38)"));
 }
 
 // The codes, scales and zero points of W in plain row-major form, before packing.
@@ -55,7 +97,7 @@ std::shared_ptr<const PackedWeightsLowBit::Layout> build(const Plain& p) {
   v.panels = (p.n + panel_width - 1) / panel_width;
   v.bits = p.format.bits;
   v.symmetric = sym;
-  v.bf16_scales = p.format.scale_type == ScaleType::bf16;
+  v.scales = storage_of(p.format.scale_type);
   v.record_bytes = v.code_bytes(v.padded_length(0)) + v.meta_bytes();
   v.panel_bytes = (v.groups - 1) * v.record_bytes + v.code_bytes(v.padded_length(v.groups - 1)) +
                   v.meta_bytes();
@@ -77,8 +119,10 @@ std::shared_ptr<const PackedWeightsLowBit::Layout> build(const Plain& p) {
         const std::int64_t row = panel * panel_width + c;
         if (row >= p.n) break;  // padding channels: codes 0, scale 0
         const float s = p.scales[static_cast<std::size_t>(row * v.groups + j)];
-        if (v.bf16_scales) {
-          const std::uint16_t bits = float_to_bfloat16(s);
+        if (v.scales != weight_only::ScaleStorage::f32) {
+          const std::uint16_t bits = v.scales == weight_only::ScaleStorage::bf16
+                                         ? float_to_bfloat16(s)
+                                         : float_to_float16(s);
           std::memcpy(meta + 2 * c, &bits, 2);
         } else {
           std::memcpy(meta + 4 * c, &s, 4);
@@ -139,10 +183,42 @@ void copy_params(const QParams& qp, std::int64_t n, std::int64_t groups, Plain& 
   }
 }
 
+// Rewrites every group whose zero point is `marker` (symmetric scale s < 0 → marker −1 with
+// scale −s, or back): codes q → −q − 1, scale → −scale, zero point marker ↔ 0. The same
+// ŵ = s · (q − z) on a full-range signed grid (−q − 1 stays on it).
+void flip_groups(Plain& p, std::int32_t marker) {
+  const std::int64_t groups = static_cast<std::int64_t>(p.scales.size()) / p.n;
+  const std::int64_t length = p.format.group_size == 0 ? p.k : p.format.group_size;
+  for (std::int64_t r = 0; r < p.n; ++r) {
+    for (std::int64_t j = 0; j < groups; ++j) {
+      const auto g = static_cast<std::size_t>(r * groups + j);
+      const bool negative_scale = marker == 0 && p.scales[g] < 0;
+      if (!(negative_scale || (marker == -1 && p.zero_points[g] == -1))) continue;
+      p.scales[g] = -p.scales[g];
+      p.zero_points[g] = marker == 0 ? -1 : 0;
+      for (std::int64_t t = j * length; t < std::min(p.k, (j + 1) * length); ++t) {
+        std::int32_t& q = p.codes[static_cast<std::size_t>(r * p.k + t)];
+        q = -q - 1;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 std::string to_string(ScaleType type) {
-  return type == ScaleType::f32 ? "f32" : "bf16";
+  switch (type) {
+    case ScaleType::bf16:
+      return "bf16";
+    case ScaleType::f16:
+      return "f16";
+    default:
+      return "f32";
+  }
+}
+
+std::string to_string(WeightOnlyGrid grid) {
+  return grid == WeightOnlyGrid::search ? "search" : "min_max";
 }
 
 void WeightOnlyFormat::validate() const {
@@ -153,10 +229,21 @@ void WeightOnlyFormat::validate() const {
     throw Error("WeightOnlyFormat: group_size = " + str(group_size) +
                 " (expected 32, 64, 128, 256, or 0 for per-channel)");
   }
-  if (scale_type != ScaleType::f32 && scale_type != ScaleType::bf16) {
+  if (scale_type != ScaleType::f32 && scale_type != ScaleType::bf16 &&
+      scale_type != ScaleType::f16) {
     throw Error("WeightOnlyFormat: scale_type = " + std::to_string(static_cast<int>(scale_type)) +
-                " (expected f32 or bf16)");
+                " (expected f32, bf16 or f16)");
   }
+  if (grid != WeightOnlyGrid::search && grid != WeightOnlyGrid::min_max) {
+    throw Error("WeightOnlyFormat: grid = " + std::to_string(static_cast<int>(grid)) +
+                " (expected search or min_max)");
+  }
+}
+
+double WeightOnlyFormat::bits_per_weight(std::int64_t k) const {
+  const std::int64_t group = group_size == 0 ? k : group_size;
+  const int meta_bits = (scale_type == ScaleType::f32 ? 32 : 16) + (symmetric ? 0 : 8);
+  return bits + static_cast<double>(meta_bits) / static_cast<double>(group);
 }
 
 std::string WeightOnlyFormat::describe() const {
@@ -172,6 +259,7 @@ std::string WeightOnlyFormat::describe() const {
   text += symmetric ? "symmetric " : "affine ";
   text += to_string(scale_type);
   text += "-scales";
+  if (grid == WeightOnlyGrid::min_max) text += " min-max-grid";
   return text;
 }
 
@@ -197,33 +285,50 @@ PackedWeightsLowBit PackedWeightsLowBit::quantize(const float* w, std::int64_t n
       dense[static_cast<std::size_t>(r * k + c)] = value;
     }
   }
-  const TensorView view(dense.data(), ScalarType::float32, {n, k});
   const QDtype qdtype = QDtype::full_range(format.bits, format.symmetric);
   const QScheme scheme =
       format.symmetric ? QScheme::PER_CHANNEL_SYMMETRIC : QScheme::PER_CHANNEL_AFFINE;
-  const int axis = format.group_size == 0 ? 0 : 1;
-  QParams qp = choose_qparams(view, scheme, qdtype, axis, format.group_size);
-  if (format.scale_type == ScaleType::bf16) {
-    for (float& s : qp.scale) {
-      s = bfloat16_to_float(float_to_bfloat16(s));
-      if (!std::isfinite(s)) {
-        throw Error(
-            "PackedWeightsLowBit::quantize: a group scale overflows bfloat16 (expected "
-            "weights with |w| below ~3e38)");
-      }
-    }
-  }
-  const QuantizedTensor q = lucid::quantization::quantize(view, qp);
+  const std::int64_t groups =
+      format.group_size == 0 ? 1 : (k + format.group_size - 1) / format.group_size;
+  const weight_only::ScaleRounding rounding = rounding_of(format.scale_type);
   Plain plain;
   plain.n = n;
   plain.k = k;
   plain.format = format;
   plain.qdtype = qdtype;
   plain.qscheme = scheme;
-  plain.codes = q.int_repr();
-  const std::int64_t groups =
-      format.group_size == 0 ? 1 : (k + format.group_size - 1) / format.group_size;
-  copy_params(qp, n, groups, plain);
+  if (format.grid == WeightOnlyGrid::min_max) {
+    const TensorView view(dense.data(), ScalarType::float32, {n, k});
+    const int axis = format.group_size == 0 ? 0 : 1;
+    QParams qp = choose_qparams(view, scheme, qdtype, axis, format.group_size);
+    for (float& s : qp.scale) {
+      s = rounding(s);
+      if (!std::isfinite(s)) throw_scale_overflow(format.scale_type);
+    }
+    plain.codes = lucid::quantization::quantize(view, qp).int_repr();
+    copy_params(qp, n, groups, plain);
+  } else {
+    const std::int64_t length = format.group_size == 0 ? k : format.group_size;
+    plain.codes.resize(dense.size());
+    plain.scales.resize(static_cast<std::size_t>(n * groups));
+    plain.zero_points.resize(plain.scales.size());
+    const int pieces = kernels::threads_for(n * k * 8);
+    kernels::parallel_pieces(n, pieces, 1, [&](int, std::int64_t begin, std::int64_t end) {
+      for (std::int64_t r = begin; r < end; ++r) {
+        for (std::int64_t j = 0; j < groups; ++j) {
+          const std::int64_t at = r * k + j * length;
+          const weight_only::GroupParams g = weight_only::search_group(
+              dense.data() + at, std::min(length, k - j * length), format.bits, format.symmetric,
+              rounding, plain.codes.data() + at);
+          plain.scales[static_cast<std::size_t>(r * groups + j)] = g.scale;
+          plain.zero_points[static_cast<std::size_t>(r * groups + j)] = g.zero_point;
+        }
+      }
+    });
+    if (!std::all_of(plain.scales.begin(), plain.scales.end(),
+                     [](float s) { return std::isfinite(s); }))
+      throw_scale_overflow(format.scale_type);
+  }
   PackedWeightsLowBit out;
   out.layout_ = build(plain);
   return out;
@@ -264,8 +369,14 @@ PackedWeightsLowBit PackedWeightsLowBit::from_quantized(const QuantizedTensor& w
   } else {
     format.group_size = 0;  // per-tensor: the same pair for every channel
   }
+  // A full-range signed grid with zero points 0 / −1 is to_quantized()'s form of negative
+  // symmetric scales: packed symmetric again, each −1 group with scale −s and codes −q − 1.
+  const bool zero_or_flip = qd.is_signed() && !qd.has_custom_range() &&
+                            std::all_of(qp.zero_point.begin(), qp.zero_point.end(),
+                                        [](std::int32_t z) { return z == 0 || z == -1; });
   format.symmetric = qd.is_signed() && std::all_of(qp.zero_point.begin(), qp.zero_point.end(),
                                                    [](std::int32_t z) { return z == 0; });
+  format.symmetric = format.symmetric || zero_or_flip;
   Plain plain;
   plain.n = n;
   plain.k = k;
@@ -278,6 +389,7 @@ PackedWeightsLowBit PackedWeightsLowBit::from_quantized(const QuantizedTensor& w
   const std::int64_t groups =
       format.group_size == 0 ? 1 : (k + format.group_size - 1) / format.group_size;
   copy_params(qp, n, groups, plain);
+  if (zero_or_flip) flip_groups(plain, -1);
   PackedWeightsLowBit out;
   out.layout_ = build(plain);
   return out;
@@ -373,14 +485,26 @@ std::vector<float> PackedWeightsLowBit::decode() const {
 QuantizedTensor PackedWeightsLowBit::to_quantized() const {
   const Layout& l = layout();
   const PackedView& v = l.view;
-  const std::vector<std::int32_t> q = codes();
+  Plain p;
+  p.n = v.n;
+  p.k = v.k;
+  p.format = l.format;
+  p.codes = codes();
+  p.scales = scales();
+  p.zero_points = zero_points();
+  QScheme scheme = l.qscheme;
+  if (std::any_of(p.scales.begin(), p.scales.end(), [](float s) { return s < 0; })) {
+    flip_groups(p, 0);  // QParams scales are positive: the affine form of the same ŵ
+    scheme = QScheme::PER_CHANNEL_AFFINE;
+  }
   QParams qp;
   if (l.format.group_size == 0) {
-    qp = QParams::per_channel(scales(), zero_points(), 0, l.qdtype, l.qscheme);
+    qp = QParams::per_channel(std::move(p.scales), std::move(p.zero_points), 0, l.qdtype, scheme);
   } else {
-    qp = QParams::per_group(scales(), zero_points(), 1, l.format.group_size, l.qdtype, l.qscheme);
+    qp = QParams::per_group(std::move(p.scales), std::move(p.zero_points), 1, l.format.group_size,
+                            l.qdtype, scheme);
   }
-  return QuantizedTensor({v.n, v.k}, std::move(qp), pack_codes(q, l.qdtype));
+  return QuantizedTensor({v.n, v.k}, std::move(qp), pack_codes(p.codes, l.qdtype));
 }
 
 }  // namespace lucid::quantization

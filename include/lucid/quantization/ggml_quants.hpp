@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "lucid/quantization/ggml_type.hpp"
 
@@ -39,5 +40,10 @@ void ggml_quantize_rows(GgmlType type, const float* src, void* dst, std::int64_t
 /// Throws Error for a type that cannot be read, a bad row length or a null pointer.
 void ggml_dequantize_rows(GgmlType type, const void* src, float* dst, std::int64_t rows,
                           std::int64_t n_per_row);
+
+/// The floats a ggml type stores for `src` (rows x n_per_row, row-major): ggml_quantize_rows
+/// followed by ggml_dequantize_rows, for measuring a format's error. Throws as they do.
+std::vector<float> ggml_round_trip_rows(GgmlType type, const float* src, std::int64_t rows,
+                                        std::int64_t n_per_row, const float* imatrix = nullptr);
 
 }  // namespace lucid::quantization

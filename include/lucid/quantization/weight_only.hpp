@@ -14,9 +14,10 @@
 // per group. Results are float32 and agree with the exact value within the
 // rounding bound of docs/numerics.md; they never depend on the thread count.
 // Where a fast kernel exists (AVX512-VNNI or AVX2: every x86 tier) the default
-// (automatic) instead quantizes x per row to uint8 and multiplies exactly in int32
-// (WeightOnlyActivations::int8_dynamic; "The int8-activation path"), for any M; on that path a
-// row's result never depends on the other rows of the call.
+// (automatic) instead quantizes x to int8 in blocks, one scale per weight group, and multiplies
+// exactly in int32 (WeightOnlyActivations::int8_blocks; "Block-wise activation scales"; for
+// per-channel weights per-row uint8, int8_dynamic), for any M; on those paths a row's result
+// never depends on the other rows of the call.
 #pragma once
 
 #include <cstdint>
@@ -31,10 +32,26 @@
 namespace lucid::quantization {
 
 /// How the group scales are stored (the codes' arithmetic is float32 either way).
-enum class ScaleType : std::uint8_t { f32, bf16 };
+/// f32: 32 bits; bf16 / f16: 16 bits (bfloat16 keeps float32's range, float16 three more bits of
+/// precision within ±65504).
+enum class ScaleType : std::uint8_t { f32, bf16, f16 };
 
-/// "f32" / "bf16".
+/// "f32" / "bf16" / "f16".
 std::string to_string(ScaleType type);
+
+/// How quantize() chooses each group's scale, zero point and codes (docs/formats.md,
+/// "Weight-only group formats", "Grids").
+/// - search: the error-minimizing grid over every level. Symmetric: the signed extreme on the
+///   grid minimum (ggml's d = extreme / −8, so the scale may be negative), its neighbouring
+///   divisors and their least-squares scales; affine: the min/max range shrunk at either end,
+///   refitted by least squares. Of those candidates, the least Σ (w − ŵ)² with the stored
+///   scale. The default: the lowest output error measured (docs/performance.md).
+/// - min_max: the core's per-group min/max qparams (calculate_qparams, eps = default_eps; the
+///   codes of quantize_per_group; symmetric s = max|w| / 7.5 leaves −8 almost unused).
+enum class WeightOnlyGrid : std::uint8_t { search, min_max };
+
+/// "search" / "min_max".
+std::string to_string(WeightOnlyGrid grid);
 
 /// A group-wise weight format.
 /// - bits: 4 or 8.
@@ -44,18 +61,25 @@ std::string to_string(ScaleType type);
 /// - symmetric: codes on the signed grid (qint4 [-8, 7] / qint8 [-128, 127])
 ///   with zero point 0; otherwise affine on the unsigned grid (quint4 [0, 15]
 ///   / quint8 [0, 255]) with one zero point per group.
-/// - scale_type: f32, or bf16 (scales rounded to bfloat16 *before* the codes
+/// - scale_type: f32, bf16 or f16 (16-bit scales rounded *before* the codes
 ///   are chosen, so the codes fit the stored scale).
+/// - grid: how the codes are chosen (WeightOnlyGrid).
+/// Bits streamed per weight: bits + (32 for f32, 16 for bf16 / f16 scales, + 8 for an affine
+/// zero point) / group_size, exactly (int4 g32 f16 symmetric: 4.5; g128 bf16: 4.125).
 struct WeightOnlyFormat {
   int bits = 4;
   std::int64_t group_size = 128;
   bool symmetric = true;
   ScaleType scale_type = ScaleType::f32;
+  WeightOnlyGrid grid = WeightOnlyGrid::search;
 
   /// Throws Error naming the field, its value and the accepted values.
   void validate() const;
-  /// "int4 g128 symmetric f32-scales", for messages and reports.
+  /// "int4 g128 symmetric f32-scales" (", min-max grid" appended for that grid), for messages
+  /// and reports.
   std::string describe() const;
+  /// Bits each weight streams: bits + scale (and zero point) bits / group (per-channel: / K).
+  double bits_per_weight(std::int64_t k) const;
   bool operator==(const WeightOnlyFormat&) const = default;
 };
 
@@ -68,11 +92,11 @@ class PackedWeightsLowBit {
  public:
   PackedWeightsLowBit() = default;
 
-  /// Quantizes a float32 weight W[N, K] (row n at w + n · row_stride) with the
-  /// core's per-group min/max qparams (calculate_qparams per group, eps =
-  /// default_eps; bf16 scales rounded before the codes are computed) and packs
-  /// it. Throws Error when n or k < 1, row_stride < k, w is null, the format is
-  /// invalid, or a weight is not finite (naming row and column).
+  /// Quantizes a float32 weight W[N, K] (row n at w + n · row_stride) on the
+  /// format's grid (WeightOnlyGrid; 16-bit scales rounded before the codes are
+  /// computed) and packs it. Throws Error when n or k < 1, row_stride < k, w is
+  /// null, the format is invalid, a weight is not finite (naming row and
+  /// column), or a group scale overflows its storage type.
   static PackedWeightsLowBit quantize(const float* w, std::int64_t n, std::int64_t k,
                                       std::int64_t row_stride, const WeightOnlyFormat& format);
 
@@ -80,12 +104,18 @@ class PackedWeightsLowBit {
   /// / qint8 / quint8 (custom ranges inside them allowed), qparams per-group
   /// along axis 1 with group_size 32 / 64 / 128 / 256, or per-channel along
   /// axis 0. symmetric is true when every zero point is 0 on a signed grid.
-  /// Scales are kept as float32. Throws Error naming what does not fit.
+  /// Scales are kept as float32; format().grid reports the default (search),
+  /// the codes being given. Throws Error naming what does not fit.
   static PackedWeightsLowBit from_quantized(const QuantizedTensor& weight);
 
   /// The weight as a QuantizedTensor [N, K] (per_group along axis 1, or
   /// per_channel along axis 0 for group_size 0): codes and parameters exactly
-  /// as packed (bf16 scales widened exactly to float32).
+  /// as packed (16-bit scales widened exactly to float32). A symmetric group
+  /// with a negative scale s (WeightOnlyGrid::search) has no symmetric
+  /// QParams form: it is written as scale −s, codes −q − 1 and zero point −1
+  /// (the same ŵ), and the qscheme is then PER_CHANNEL_AFFINE; from_quantized
+  /// maps it back (a signed full-range grid whose zero points are all 0 or −1
+  /// packs as symmetric, a −1 group with the negated scale).
   QuantizedTensor to_quantized() const;
 
   std::int64_t rows() const;     ///< N, output channels
@@ -97,7 +127,8 @@ class PackedWeightsLowBit {
   std::size_t packed_bytes() const;
   /// The integer codes back, row-major [N, K], on the format's grid.
   std::vector<std::int32_t> codes() const;
-  /// Scales row-major [N, groups_per_row()] (as float32).
+  /// Scales row-major [N, groups_per_row()] (as float32; negative for a symmetric group whose
+  /// signed extreme is positive, on WeightOnlyGrid::search).
   std::vector<float> scales() const;
   /// Zero points row-major [N, groups_per_row()] (all 0 when symmetric).
   std::vector<std::int32_t> zero_points() const;
@@ -123,22 +154,31 @@ class PackedWeightsLowBit {
 ///   also carries the activation-quantization error (≈ s_x² / 12 per element). The same bits on
 ///   every tier: tiers without a fast kernel for the codes run the reference one (slow). Throws
 ///   Error for non-finite x; needs every group ≤ 65536 long.
-/// - automatic: int8_dynamic when the active tier has a fast int8 kernel for
-///   the codes (AVX-512 on a CPU with AVX512-VNNI, AVX2; not the reference tier),
-///   every group is ≤ 65536 long and x is finite; float32 otherwise. The choice does not depend on
-///   M, and on the int8 path each output row depends only on its own row of x (the same bits alone
-///   or in a batch; the float32 path's rounding depends on M).
-enum class WeightOnlyActivations : std::uint8_t { float32, int8_dynamic, automatic };
+/// - int8_blocks: x quantized symmetrically to int8 in blocks, one per weight
+///   group along K (s_x = max|x| / 127 over the block, as ggml's q8_0 for
+///   groups of 32), each group's product Σ xq · (q − z) exact in int32, then
+///   combined in float32 in group order (docs/numerics.md, "Block-wise
+///   activation scales"). The same bits on every tier. At groups of 32 its
+///   activation error is q8_0's, a third to a half of int8_dynamic's
+///   (docs/performance.md). Throws Error for non-finite x; needs every group ≤ 65536 long.
+/// - automatic: when the active tier has a fast int8 kernel (AVX-512 on a CPU
+///   with AVX512-VNNI, AVX2; not the reference tier), every group is ≤ 65536
+///   long and x is finite: int8_blocks for weights with several groups per row,
+///   int8_dynamic for one group per row (per-channel: there the per-row affine
+///   scale is the finer one); float32 otherwise. The choice does not depend on
+///   M, and on the int8 paths each output row depends only on its own row of x (the same bits
+///   alone or in a batch; the float32 path's rounding depends on M).
+enum class WeightOnlyActivations : std::uint8_t { float32, int8_dynamic, automatic, int8_blocks };
 
-/// "float32" / "int8_dynamic" / "automatic".
+/// "float32" / "int8_dynamic" / "automatic" / "int8_blocks".
 std::string to_string(WeightOnlyActivations activations);
 
 struct WeightOnlyOptions {
   WeightOnlyActivations activations = WeightOnlyActivations::automatic;
 };
 
-/// The path weight_only_gemm takes for m rows of finite x (float32 or
-/// int8_dynamic; never automatic), for tests and reports.
+/// The path weight_only_gemm takes for m rows of finite x (float32, int8_dynamic or
+/// int8_blocks; never automatic), for tests and reports.
 WeightOnlyActivations resolve_activations(const WeightOnlyOptions& options, std::int64_t m,
                                           const PackedWeightsLowBit& w);
 
@@ -157,7 +197,7 @@ WeightOnlyActivations resolve_activations(const WeightOnlyOptions& options, std:
 /// other than float32 / bfloat16. Non-finite x propagates as IEEE arithmetic
 /// does. Safe to call from several threads at once with distinct outputs.
 /// `options` picks the activation arithmetic (WeightOnlyActivations; the
-/// default, automatic, is int8_dynamic where a fast kernel exists).
+/// default, automatic, is int8_blocks, or int8_dynamic per-channel, where a fast kernel exists).
 void weight_only_gemm(const void* x, ScalarType x_type, std::int64_t m, std::int64_t x_row_stride,
                       const PackedWeightsLowBit& w, const float* bias, float* y,
                       std::int64_t y_row_stride, const WeightOnlyOptions& options = {});

@@ -68,13 +68,15 @@ void widen_weights(const std::int8_t* panels_begin, std::int64_t panel_stride, i
   }
 }
 
-// Widens k0 .. k0 + depth of `rows` rows (flipped when `flip`), zero up to `padded` codes.
+// Widens k0 .. k0 + depth of `rows` rows (flipped when `flip`) to out + r · out_stride, zero up
+// to `padded` codes (room for the next multiple of 16 is needed).
 void widen_rows(const igemm::GemmBlock& b, std::int64_t row, int rows, std::int64_t k0,
-                std::int64_t depth, std::int64_t padded, WidenedRows& out) {
+                std::int64_t depth, std::int64_t padded, std::int16_t* out,
+                std::int64_t out_stride) {
   const __m128i flip = _mm_set1_epi8(b.flip ? static_cast<char>(0x80) : 0);
   for (int r = 0; r < rows; ++r) {
     const std::uint8_t* a = b.a + (row + r) * b.a_stride + k0;
-    std::int16_t* dst = out.a[r];
+    std::int16_t* dst = out + r * out_stride;
     std::int64_t i = 0;
     for (; i + 16 <= depth; i += 16) {
       const __m128i codes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a + i));
@@ -190,7 +192,7 @@ void gemm_widened(const igemm::GemmBlock& b) {
       const std::int64_t share = (next_groups + row_groups - 1) / row_groups;
       for (std::int64_t row = 0, t = 0; row < b.rows; row += tile_rows, ++t) {
         const int r = static_cast<int>(std::min<std::int64_t>(tile_rows, b.rows - row));
-        widen_rows(b, row, r, k0, depth, groups * igemm::group_depth, rows);
+        widen_rows(b, row, r, k0, depth, groups * igemm::group_depth, rows.a[0], block_depth);
         // The rows the next widen_rows reads: the next row group, or the first at the next block.
         if (row + tile_rows < b.rows) {
           prefetch_rows(b, row + tile_rows, k0, depth);
@@ -218,74 +220,82 @@ void gemm_widened(const igemm::GemmBlock& b) {
 
 // ---- The direct path (M < 4) -------------------------------------------------------------------
 
-// Four codes at `p`, flipped for int8 and widened to 4 × int16, repeated in every 64-bit lane.
-inline __m256i broadcast_codes(const std::uint8_t* p, std::uint32_t flip) {
-  std::uint32_t v;
-  std::memcpy(&v, p, 4);
-  const __m128i wide = _mm_cvtepu8_epi16(_mm_cvtsi32_si128(static_cast<int>(v ^ flip)));
-  return _mm256_broadcastq_epi64(wide);
-}
+// k per block of the direct path: its rows' activations are widened once per block to int16
+// (3 rows × 8 KiB on the stack), so that each weight group costs one broadcast load per row.
+constexpr std::int64_t direct_depth = 4096;
+struct alignas(64) DirectRows {
+  std::int16_t a[min_widened_rows - 1][direct_depth];
+};
 
-// acc[r][c] for R rows and the 8 channels of `half` (32-byte halves of each 64-byte group).
+// acc[r][0..15] for R rows and the 16 channels of one panel over `groups` groups from `group`
+// (one k block): starts from zero (first block) or the partial sums in acc, and ends with
+// − z · column_sums (last block). Each group's 4 × 16-byte quarters (4 channels × 4 k) are
+// widened in registers and multiplied (vpmaddwd) by the row's broadcast (a0, a1, a2, a3).
 template <int R>
-void direct_tile(const igemm::GemmBlock& b, std::int64_t row, const std::int8_t* half,
-                 const std::int32_t* column_sums, std::int32_t* acc) {
-  const std::uint32_t flip = b.flip ? 0x80808080u : 0u;
-  // c[r][0]: channels 0-3, c[r][1]: channels 4-7, as (k0·w0 + k1·w1, k2·w2 + k3·w3) pairs.
-  // The row loops are unrolled so that the accumulators stay in registers.
-  __m256i c[R][2];
-  const std::uint8_t* a[R];
+void direct_tile(const igemm::GemmBlock& b, const DirectRows& rows, const std::int8_t* group,
+                 std::int64_t groups, bool first, bool last, const std::int32_t* column_sums,
+                 std::int32_t* acc) {
+  __m256i c[R][4];
 #pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) {
-    c[r][0] = c[r][1] = _mm256_setzero_si256();
-    a[r] = b.a + (row + r) * b.a_stride;
-  }
-  const auto step = [&](const std::int8_t* wg, std::int64_t offset) {
-    const __m256i w0 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wg)));
-    const __m256i w1 =
-        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(wg + 16)));
+  for (int r = 0; r < R; ++r)
+    c[r][0] = c[r][1] = c[r][2] = c[r][3] = _mm256_setzero_si256();
+  for (std::int64_t g = 0; g < groups; ++g, group += 64) {
+    __m256i a[R];
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
-      const __m256i av = broadcast_codes(a[r] + offset, flip);
-      c[r][0] = _mm256_add_epi32(c[r][0], _mm256_madd_epi16(av, w0));
-      c[r][1] = _mm256_add_epi32(c[r][1], _mm256_madd_epi16(av, w1));
+      std::int64_t four;
+      std::memcpy(&four, rows.a[r] + 4 * g, 8);
+      a[r] = _mm256_set1_epi64x(four);
     }
-  };
-  const std::int64_t full = b.k / 4;
-  for (std::int64_t g = 0; g < full; ++g)
-    step(half + g * 64, 4 * g);
-  if (b.k % 4 != 0) {
-    // The k % 4 tail from zero-padded copies (never read past a row); padding meets zero weights.
-    alignas(16) std::uint8_t tails[4 * min_widened_rows] = {};
 #pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) {
-      std::memcpy(tails + 4 * r, a[r] + 4 * full, static_cast<std::size_t>(b.k % 4));
-      a[r] = tails + 4 * r;
+    for (int q = 0; q < 4; ++q) {
+      const __m256i w =
+          _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(group + 16 * q)));
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r)
+        c[r][q] = _mm256_add_epi32(c[r][q], _mm256_madd_epi16(a[r], w));
     }
-    step(half + full * 64, 0);
   }
-  const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(column_sums));
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) {
-    // hadd gives channels (0, 1, 4, 5 | 2, 3, 6, 7); the permute restores 0..7.
-    const __m256i pairs = _mm256_hadd_epi32(c[r][0], c[r][1]);
-    const __m256i total = _mm256_permute4x64_epi64(pairs, _MM_SHUFFLE(3, 1, 2, 0));
-    const __m256i z = _mm256_set1_epi32(b.zero_points[row + r]);
-    const __m256i v = _mm256_sub_epi32(total, _mm256_mullo_epi32(z, sums));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + r * b.acc_stride), v);
+    std::int32_t* out = acc + r * b.acc_stride;
+    for (int h = 0; h < 2; ++h) {
+      // hadd gives channels (0, 1, 4, 5 | 2, 3, 6, 7) of the half; the permute restores 0..7.
+      const __m256i pairs = _mm256_hadd_epi32(c[r][2 * h], c[r][2 * h + 1]);
+      __m256i total = _mm256_permute4x64_epi64(pairs, _MM_SHUFFLE(3, 1, 2, 0));
+      auto* at = reinterpret_cast<__m256i*>(out + 8 * h);
+      if (!first) total = _mm256_add_epi32(total, _mm256_loadu_si256(at));
+      if (last) {
+        const __m256i sums =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(column_sums + 8 * h));
+        total =
+            _mm256_sub_epi32(total, _mm256_mullo_epi32(_mm256_set1_epi32(b.zero_points[r]), sums));
+      }
+      _mm256_storeu_si256(at, total);
+    }
   }
 }
 
 void gemm_direct(const igemm::GemmBlock& b) {
-  using Fn = void (*)(const igemm::GemmBlock&, std::int64_t, const std::int8_t*,
-                      const std::int32_t*, std::int32_t*);
+  using Fn = void (*)(const igemm::GemmBlock&, const DirectRows&, const std::int8_t*, std::int64_t,
+                      bool, bool, const std::int32_t*, std::int32_t*);
   static constexpr Fn by_rows[min_widened_rows - 1] = {direct_tile<1>, direct_tile<2>,
                                                        direct_tile<3>};
+  alignas(64) DirectRows rows;
   const std::int64_t panel_stride = igemm::panel_bytes(b.k);
-  for (std::int64_t h = 0; h < 2 * b.panel_count; ++h) {
-    const std::int8_t* half = b.panels + h / 2 * panel_stride + h % 2 * 32;
-    by_rows[b.rows - 1](b, 0, half, b.column_sums + 8 * h, b.acc + 8 * h);
-  }
+  const int r = static_cast<int>(b.rows);
+  std::int64_t k0 = 0;
+  do {  // at least once: k = 0 still writes − z · column_sums
+    const std::int64_t depth = std::min(direct_depth, b.k - k0);
+    const std::int64_t groups = (depth + igemm::group_depth - 1) / igemm::group_depth;
+    widen_rows(b, 0, r, k0, depth, groups * igemm::group_depth, rows.a[0], direct_depth);
+    const bool first = k0 == 0, last = k0 + direct_depth >= b.k;
+    for (std::int64_t p = 0; p < b.panel_count; ++p) {
+      by_rows[r - 1](b, rows, b.panels + p * panel_stride + k0 / igemm::group_depth * 64, groups,
+                     first, last, b.column_sums + 16 * p, b.acc + 16 * p);
+    }
+    k0 += direct_depth;
+  } while (k0 < b.k);
 }
 
 }  // namespace

@@ -110,37 +110,126 @@ std::int64_t minmax__avx2(const void* x, std::int64_t n, float* min, float* max)
                                                                    n - vectors_end, min, max);
 }
 
-// Groups of whole vectors: a plain min / max per group with v * 0 summed into `bad` (as in
-// minmax__avx2's blocks); a group with a non-finite element is re-run on the exact path. Other
-// group sizes go group by group through minmax__avx2.
+// One vector per bound for 8 groups: lane g is op over the 8 lanes of v[g] (three rounds of
+// pairwise op; the pairing (g, g + 4) leaves the results in group order).
+template <class Op>
+inline __m256 reduce_lanes8(const __m256 (&v)[8], Op op) {
+  __m256 p[4];
+  for (int i = 0; i < 4; ++i) {  // lanes 0-3: group i, 4-7: group i + 4
+    p[i] = op(_mm256_permute2f128_ps(v[i], v[i + 4], 0x20),
+              _mm256_permute2f128_ps(v[i], v[i + 4], 0x31));
+  }
+  __m256 q[2];
+  for (int i = 0; i < 2; ++i) {  // lanes 0-1: group 2i, 2-3: 2i + 1; 4-7 likewise + 4
+    q[i] = op(_mm256_shuffle_ps(p[2 * i], p[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+              _mm256_shuffle_ps(p[2 * i], p[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+  return op(_mm256_shuffle_ps(q[0], q[1], _MM_SHUFFLE(2, 0, 2, 0)),
+            _mm256_shuffle_ps(q[0], q[1], _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+// Plain min / max of one group of whole vectors, two vectors a step; `unordered` collects the
+// lanes where either vector of a pair was NaN.
+template <FloatType T>
+inline void group_bounds(const void* x, std::int64_t begin, std::int64_t end, __m256& lo,
+                         __m256& hi, __m256& unordered) {
+  std::int64_t k = begin;
+  if ((end - begin) % (2 * lanes) != 0) {
+    const __m256 v = load8<T>(x, k);
+    lo = v;
+    hi = v;
+    unordered = _mm256_or_ps(unordered, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    k += lanes;
+  } else {
+    const __m256 a = load8<T>(x, k), b = load8<T>(x, k + lanes);
+    lo = _mm256_min_ps(a, b);
+    hi = _mm256_max_ps(a, b);
+    unordered = _mm256_or_ps(unordered, _mm256_cmp_ps(a, b, _CMP_UNORD_Q));
+    k += 2 * lanes;
+  }
+  for (; k < end; k += 2 * lanes) {
+    const __m256 a = load8<T>(x, k), b = load8<T>(x, k + lanes);
+    lo = _mm256_min_ps(lo, _mm256_min_ps(a, b));
+    hi = _mm256_max_ps(hi, _mm256_max_ps(a, b));
+    unordered = _mm256_or_ps(unordered, _mm256_cmp_ps(a, b, _CMP_UNORD_Q));
+  }
+}
+
+// One group on the exact path (non-finite lanes skipped).
+template <FloatType T>
+inline void exact_group(const void* x, std::int64_t begin, std::int64_t end, float* min,
+                        float* max) {
+  __m256 lo = _mm256_set1_ps(__builtin_inff()), hi = _mm256_set1_ps(-__builtin_inff());
+  minmax_exact<T>(x, begin, end, lo, hi, _mm256_setzero_si256());
+  *min = horizontal_min(lo);
+  *max = horizontal_max(hi);
+}
+
+// Whole batches of 8 groups of whole vectors (V of them, or group_size / 8 when V is 0): a plain
+// min / max per group (group_bounds), the 8 results reduced into one vector per bound
+// (reduce_lanes8); a batch that holds a NaN (a lane `unordered`) or an infinity (a bound at
+// +-Inf: the plain min / max keep infinities) is re-run on the exact path. Returns the groups
+// done.
+template <FloatType T, int V>
+std::int64_t group_batches(const void* x, std::int64_t groups, std::int64_t group_size, float* mins,
+                           float* maxs) {
+  const std::int64_t size = V > 0 ? V * lanes : group_size;
+  const __m256 pos_inf = _mm256_set1_ps(__builtin_inff());
+  const __m256 neg_inf = _mm256_set1_ps(-__builtin_inff());
+  std::int64_t g = 0;
+  for (; g + lanes <= groups; g += lanes) {
+    __m256 lo[lanes], hi[lanes], unordered = _mm256_setzero_ps();
+    for (int i = 0; i < lanes; ++i) {
+      const std::int64_t begin = (g + i) * size;
+      group_bounds<T>(x, begin, begin + size, lo[i], hi[i], unordered);
+    }
+    const __m256 low = reduce_lanes8(lo, [](__m256 a, __m256 b) { return _mm256_min_ps(a, b); });
+    const __m256 high = reduce_lanes8(hi, [](__m256 a, __m256 b) { return _mm256_max_ps(a, b); });
+    const __m256 infinite = _mm256_or_ps(_mm256_cmp_ps(low, neg_inf, _CMP_EQ_OQ),
+                                         _mm256_cmp_ps(high, pos_inf, _CMP_EQ_OQ));
+    if (_mm256_movemask_ps(_mm256_or_ps(unordered, infinite)) == 0) {
+      _mm256_storeu_ps(mins + g, low);
+      _mm256_storeu_ps(maxs + g, high);
+      continue;
+    }
+    for (int i = 0; i < lanes; ++i) {
+      const std::int64_t begin = (g + i) * size;
+      exact_group<T>(x, begin, begin + size, mins + g + i, maxs + g + i);
+    }
+  }
+  return g;
+}
+
+// Groups of whole vectors go in batches of 8 (group_batches, unrolled for the common sizes 32,
+// 64 and 128), the last groups % 8 one by one; other group sizes go group by group through
+// minmax__avx2.
 template <FloatType T>
 void minmax_groups__avx2(const void* x, std::int64_t groups, std::int64_t group_size, float* mins,
                          float* maxs) {
-  const __m256 pos_inf = _mm256_set1_ps(__builtin_inff());
-  const __m256 neg_inf = _mm256_set1_ps(-__builtin_inff());
-  const __m256 zero = _mm256_setzero_ps();
-  for (std::int64_t g = 0; g < groups; ++g) {
-    const std::int64_t begin = g * group_size, end = begin + group_size;
-    if (group_size % lanes != 0) {
+  if (group_size % lanes != 0) {
+    for (std::int64_t g = 0; g < groups; ++g) {
       mins[g] = __builtin_inff();
       maxs[g] = -__builtin_inff();
-      minmax__avx2<T>(input_at<T>(x, begin), group_size, mins + g, maxs + g);
-      continue;
+      minmax__avx2<T>(input_at<T>(x, g * group_size), group_size, mins + g, maxs + g);
     }
-    __m256 lo = pos_inf, hi = neg_inf, bad = zero;
-    for (std::int64_t k = begin; k < end; k += lanes) {
-      const __m256 v = load8<T>(x, k);
-      lo = _mm256_min_ps(lo, v);
-      hi = _mm256_max_ps(hi, v);
-      bad = _mm256_fmadd_ps(v, zero, bad);
+    return;
+  }
+  const std::int64_t done =
+      group_size == 32    ? group_batches<T, 4>(x, groups, group_size, mins, maxs)
+      : group_size == 64  ? group_batches<T, 8>(x, groups, group_size, mins, maxs)
+      : group_size == 128 ? group_batches<T, 16>(x, groups, group_size, mins, maxs)
+                          : group_batches<T, 0>(x, groups, group_size, mins, maxs);
+  for (std::int64_t g = done; g < groups; ++g) {
+    const std::int64_t begin = g * group_size;
+    __m256 lo, hi, unordered = _mm256_setzero_ps();
+    group_bounds<T>(x, begin, begin + group_size, lo, hi, unordered);
+    const float min = horizontal_min(lo), max = horizontal_max(hi);
+    if (_mm256_movemask_ps(unordered) == 0 && min != -__builtin_inff() && max != __builtin_inff()) {
+      mins[g] = min;
+      maxs[g] = max;
+    } else {
+      exact_group<T>(x, begin, begin + group_size, mins + g, maxs + g);
     }
-    if (_mm256_movemask_ps(_mm256_cmp_ps(bad, bad, _CMP_UNORD_Q)) != 0) {
-      lo = pos_inf;
-      hi = neg_inf;
-      minmax_exact<T>(x, begin, end, lo, hi, _mm256_setzero_si256());
-    }
-    mins[g] = horizontal_min(lo);
-    maxs[g] = horizontal_max(hi);
   }
 }
 

@@ -30,11 +30,68 @@ inline __m256i load_acc(const std::int32_t* acc, std::int64_t k) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc + k));
 }
 
+// 4 rounded products nearbyint(double(acc) * m) as int32: |acc * m| <= |acc| < 2^31 when m <= 1,
+// so the conversion (round half to even) never overflows.
+inline __m128i products4(const std::int32_t* acc, std::int64_t k, __m256d m) {
+  const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(acc + k));
+  return _mm256_cvtpd_epi32(_mm256_mul_pd(_mm256_cvtepi32_pd(a), m));
+}
+
+// 32 codes for a multiplier m <= 1 without the double clamp: the rounded products packed to
+// int16 with signed saturation, the zero point added with saturation, clamped to the grid in
+// int16 unless it is a whole signed or unsigned byte (Clamp false: the byte pack saturates as the
+// grid clamps), packed to bytes with the grid's signedness. Exact: a product beyond int16 is
+// beyond the grid on the same side.
+template <bool Signed, bool Clamp>
+inline void saturating_codes32(const std::int32_t* acc, std::int64_t k, __m256d m, __m256i zero16,
+                               __m256i lo16, __m256i hi16, std::uint8_t* out) {
+  const auto words8 = [&](std::int64_t at) {  // 8 products as int16, in order
+    return _mm_packs_epi32(products4(acc, at, m), products4(acc, at + 4, m));
+  };
+  const auto words16 = [&](std::int64_t at) {
+    __m256i w = _mm256_inserti128_si256(_mm256_castsi128_si256(words8(at)), words8(at + 8), 1);
+    w = _mm256_adds_epi16(w, zero16);
+    if constexpr (Clamp) w = _mm256_min_epi16(hi16, _mm256_max_epi16(lo16, w));
+    return w;
+  };
+  const __m256i a = words16(k), b = words16(k + 16);
+  const __m256i bytes = Signed ? _mm256_packs_epi16(a, b) : _mm256_packus_epi16(a, b);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + k), _mm256_permute4x64_epi64(bytes, 0xd8));
+}
+
+template <bool Signed, bool Clamp>
+std::int64_t saturating_requantize(const std::int32_t* acc, std::int64_t n, float multiplier,
+                                   std::int32_t zero_point, Grid grid, std::uint8_t* out) {
+  const __m256d m = _mm256_set1_pd(multiplier);
+  const __m256i zero16 = _mm256_set1_epi16(static_cast<std::int16_t>(zero_point));
+  const __m256i lo16 = _mm256_set1_epi16(static_cast<std::int16_t>(grid.quant_min));
+  const __m256i hi16 = _mm256_set1_epi16(static_cast<std::int16_t>(grid.quant_max));
+  std::int64_t k = 0;
+  for (; k + 32 <= n; k += 32)
+    saturating_codes32<Signed, Clamp>(acc, k, m, zero16, lo16, hi16, out);
+  return k;
+}
+
+// Multipliers <= 1 take saturating_requantize (the grid's signedness and whether it is a whole
+// byte chosen once), others the double clamp, 32 then 8 at a time.
 void requantize__avx2(const std::int32_t* acc, std::int64_t n, float multiplier,
                       std::int32_t zero_point, Grid grid, std::uint8_t* out) {
   const __m256 m = _mm256_set1_ps(multiplier);
   const __m256i z = _mm256_set1_epi32(zero_point);
   std::int64_t k = 0;
+  if (multiplier <= 1.0f) {
+    const bool is_signed = grid.quant_min < 0;
+    const bool whole_byte = is_signed ? grid.quant_min == -128 && grid.quant_max == 127
+                                      : grid.quant_min == 0 && grid.quant_max == 255;
+    if (is_signed) {
+      k = whole_byte ? saturating_requantize<true, false>(acc, n, multiplier, zero_point, grid, out)
+                     : saturating_requantize<true, true>(acc, n, multiplier, zero_point, grid, out);
+    } else {
+      k = whole_byte
+              ? saturating_requantize<false, false>(acc, n, multiplier, zero_point, grid, out)
+              : saturating_requantize<false, true>(acc, n, multiplier, zero_point, grid, out);
+    }
+  }
   for (; k + 4 * lanes <= n; k += 4 * lanes) {
     store32_low_bytes(out + k, codes8(load_acc(acc, k), m, z, grid),
                       codes8(load_acc(acc, k + lanes), m, z, grid),

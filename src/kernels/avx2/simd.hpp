@@ -108,6 +108,7 @@ inline Lanes make_lanes(__m256 inv, __m256 scale, __m256i zero, Grid grid) {
 
 /// One (scale, zero point) for every element.
 struct Uniform {
+  static constexpr bool uniform = true;
   Lanes lanes;
   Uniform(Affine p, Grid grid)
       : lanes(make_lanes(_mm256_set1_ps(p.inv_scale), _mm256_set1_ps(p.scale),
@@ -117,6 +118,7 @@ struct Uniform {
 
 /// Element k uses inv_scale[k], scale[k] (may be null when unused), zero_point[k].
 struct PerElement {
+  static constexpr bool uniform = false;
   const float* inv_scale;
   const float* scale;
   const std::int32_t* zero_point;

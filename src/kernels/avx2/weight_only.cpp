@@ -9,6 +9,7 @@
 
 #include <utility>
 
+#include "kernels/avx2/weight_only_scales.hpp"
 #include "kernels/weight_only.hpp"
 
 namespace lucid::quantization::weight_only {
@@ -52,8 +53,8 @@ inline void int4_step(__m256i lo, __m256i hi, const float* x, std::int64_t xs, P
 template <bool Signed, int MR, int... T>
 inline void int4_block(const std::uint8_t* codes, const float* x, std::int64_t xs,
                        Partials<MR>& part, std::integer_sequence<int, T...>) {
-  const __m256i lo = _mm256_load_si256(reinterpret_cast<const __m256i*>(codes));
-  const __m256i hi = _mm256_load_si256(reinterpret_cast<const __m256i*>(codes + 32));
+  const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes));
+  const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + 32));
   (int4_step<T, Signed, MR>(lo, hi, x, xs, part), ...);
 }
 
@@ -72,14 +73,6 @@ inline void int8_step(const std::uint8_t* codes, int t, const float* x, std::int
     part.p[r][t % C][0] = _mm256_fmadd_ps(w0, xv, part.p[r][t % C][0]);
     part.p[r][t % C][1] = _mm256_fmadd_ps(w1, xv, part.p[r][t % C][1]);
   }
-}
-
-inline __m256 load_scales(const PackedView& v, const std::uint8_t* meta, int half) {
-  if (v.bf16_scales) {
-    const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(meta + 16 * half));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
-  }
-  return _mm256_loadu_ps(reinterpret_cast<const float*>(meta) + 8 * half);
 }
 
 template <int Bits, bool Signed, int MR>
@@ -111,7 +104,7 @@ void rows_of_panel(const GemmArgs& a, std::int64_t panel, std::int64_t row0) {
     }
     const std::uint8_t* meta = rec + v.code_bytes(len);
     for (int h = 0; h < 2; ++h) {
-      const __m256 s = load_scales(v, meta, h);
+      const __m256 s = load_half_scales(v, meta, h);
       for (int r = 0; r < MR; ++r) {
         __m256 p = part.p[r][0][h];
         if constexpr (C == 2) p = _mm256_add_ps(p, part.p[r][1][h]);

@@ -30,6 +30,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "kernels/avx2/weight_only_scales.hpp"
 #include "kernels/weight_only.hpp"
 
 namespace lucid::quantization::weight_only {
@@ -51,15 +52,6 @@ inline __m256i broadcast4(const std::uint8_t* p) {
   return _mm256_set1_epi32(v);
 }
 
-// The 8 scales of half h of a record's meta block.
-inline __m256 half_scales(const PackedView& v, const std::uint8_t* meta, int h) {
-  if (v.bf16_scales) {
-    const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(meta + 16 * h));
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
-  }
-  return _mm256_loadu_ps(reinterpret_cast<const float*>(meta) + 8 * h);
-}
-
 // An int4 block (8 k × 16 channels, a dword of 8 nibbles per channel) as unsigned operands:
 // low0 / high0 the low / high nibbles of channels 0-7, low1 / high1 those of channels 8-15.
 template <bool Symmetric>
@@ -69,27 +61,30 @@ struct Int4Block {
     const __m256i nibble = _mm256_set1_epi8(0x0f);
     const __m256i flip = _mm256_set1_epi8(Symmetric ? static_cast<char>(0x88) : 0);
     const __m256i q0 =
-        _mm256_xor_si256(_mm256_load_si256(reinterpret_cast<const __m256i*>(block)), flip);
+        _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block)), flip);
     const __m256i q1 =
-        _mm256_xor_si256(_mm256_load_si256(reinterpret_cast<const __m256i*>(block + 32)), flip);
+        _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 32)), flip);
     low0 = _mm256_and_si256(q0, nibble);
     high0 = _mm256_and_si256(_mm256_srli_epi16(q0, 4), nibble);
     low1 = _mm256_and_si256(q1, nibble);
     high1 = _mm256_and_si256(_mm256_srli_epi16(q1, 4), nibble);
   }
   // d0 / d1 (channels 0-7 / 8-15) += Σ xq · u for the 8 activation codes at x (staged in the
-  // block's nibble order).
+  // block's nibble order): xq unsigned, or with block-wise activations signed (then u is the
+  // unsigned operand of vpmaddubsw: pairs ≤ 2 · 15 · 127).
+  template <bool Blocks>
   void multiply(const std::uint8_t* x, __m256i& d0, __m256i& d1) const {
     const __m256i ones = _mm256_set1_epi16(1);
     const __m256i x_low = broadcast4(x), x_high = broadcast4(x + 4);
-    d0 = _mm256_add_epi32(d0,
-                          _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(x_low, low0),
-                                                             _mm256_maddubs_epi16(x_high, high0)),
-                                            ones));
-    d1 = _mm256_add_epi32(d1,
-                          _mm256_madd_epi16(_mm256_add_epi16(_mm256_maddubs_epi16(x_low, low1),
-                                                             _mm256_maddubs_epi16(x_high, high1)),
-                                            ones));
+    const auto product = [](__m256i xv, __m256i u) {
+      return Blocks ? _mm256_maddubs_epi16(u, xv) : _mm256_maddubs_epi16(xv, u);
+    };
+    d0 = _mm256_add_epi32(
+        d0,
+        _mm256_madd_epi16(_mm256_add_epi16(product(x_low, low0), product(x_high, high0)), ones));
+    d1 = _mm256_add_epi32(
+        d1,
+        _mm256_madd_epi16(_mm256_add_epi16(product(x_low, low1), product(x_high, high1)), ones));
   }
 };
 
@@ -108,7 +103,7 @@ struct Int8Block {
   __m256i w02_0, w13_0, w02_1, w13_1;
   explicit Int8Block(const std::uint8_t* block) {
     const auto row = [block](int t) {
-      return _mm_load_si128(reinterpret_cast<const __m128i*>(block + 16 * t));
+      return _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 16 * t));
     };
     const __m128i k0 = row(0), k1 = row(1), k2 = row(2), k3 = row(3);
     w02_0 = widen<Symmetric>(_mm_unpacklo_epi8(k0, k2));
@@ -116,11 +111,15 @@ struct Int8Block {
     w13_0 = widen<Symmetric>(_mm_unpacklo_epi8(k1, k3));
     w13_1 = widen<Symmetric>(_mm_unpackhi_epi8(k1, k3));
   }
-  // d0 / d1 (channels 0-7 / 8-15) += Σ xq · u for the 4 activation codes at x (k order).
+  // d0 / d1 (channels 0-7 / 8-15) += Σ xq · u for the 4 activation codes at x (k order),
+  // unsigned, or signed with block-wise activations.
+  template <bool Blocks>
   void multiply(const std::uint8_t* x, __m256i& d0, __m256i& d1) const {
     const __m256i codes = broadcast4(x);
-    const __m256i x02 = _mm256_and_si256(codes, _mm256_set1_epi32(0x00ff00ff));  // (x0, x2)
-    const __m256i x13 = _mm256_srli_epi16(codes, 8);                             // (x1, x3)
+    // (x0, x2) and (x1, x3) as int16 words, zero- or sign-extended.
+    const __m256i x02 = Blocks ? _mm256_srai_epi16(_mm256_slli_epi16(codes, 8), 8)
+                               : _mm256_and_si256(codes, _mm256_set1_epi32(0x00ff00ff));
+    const __m256i x13 = Blocks ? _mm256_srai_epi16(codes, 8) : _mm256_srli_epi16(codes, 8);
     d0 = _mm256_add_epi32(d0, _mm256_madd_epi16(x02, w02_0));
     d0 = _mm256_add_epi32(d0, _mm256_madd_epi16(x13, w13_0));
     d1 = _mm256_add_epi32(d1, _mm256_madd_epi16(x02, w02_1));
@@ -132,7 +131,7 @@ struct Int8Block {
 // group's start), channels in order. A function of its own with one named accumulator per row
 // and half panel, the shape in which GCC keeps all 8 in registers (an array of them in the loop
 // inlined next to the flush: 5 spilled, int8 per-channel M = 64 about 5 % slower).
-template <int Bits, bool Symmetric, int R>
+template <int Bits, bool Symmetric, bool Blocks, int R>
 __attribute__((noinline)) void group_dot(const std::uint8_t* codes, std::int64_t blocks,
                                          const std::uint8_t* const (&x)[R],
                                          std::int32_t (&out)[R][16]) {
@@ -147,10 +146,10 @@ __attribute__((noinline)) void group_dot(const std::uint8_t* codes, std::int64_t
   const std::uint8_t* x3 = x[std::min(3, R - 1)];
   for (std::int64_t b = 0; b < blocks; ++b) {
     const Block w(codes + 64 * b);
-    w.multiply(x0 + step * b, d00, d01);
-    if constexpr (R > 1) w.multiply(x1 + step * b, d10, d11);
-    if constexpr (R > 2) w.multiply(x2 + step * b, d20, d21);
-    if constexpr (R > 3) w.multiply(x3 + step * b, d30, d31);
+    w.template multiply<Blocks>(x0 + step * b, d00, d01);
+    if constexpr (R > 1) w.template multiply<Blocks>(x1 + step * b, d10, d11);
+    if constexpr (R > 2) w.template multiply<Blocks>(x2 + step * b, d20, d21);
+    if constexpr (R > 3) w.template multiply<Blocks>(x3 + step * b, d30, d31);
   }
   const __m256i sums[4][2] = {{d00, d01}, {d10, d11}, {d20, d21}, {d30, d31}};
   for (int r = 0; r < R; ++r)
@@ -158,8 +157,67 @@ __attribute__((noinline)) void group_dot(const std::uint8_t* codes, std::int64_t
       _mm256_store_si256(reinterpret_cast<__m256i*>(out[r] + 8 * h), sums[r][h]);
 }
 
+// Block-wise activations (Int8Args::x_block_scales): D = dot − offset · Σ xq (int4 signed grid:
+// offset 8; affine: the stored zero point z'; int8 signed: 0, its codes are used signed), then
+// acc = fma(fl(s · s_x), float(D), acc) per group and y = acc + bias.
+template <int Bits, bool Symmetric, int R>
+void rows_of_panel_blocks(const Int8Args& a, std::int64_t panel, std::int64_t row0) {
+  const PackedView& v = a.w;
+  constexpr int codes_per_block = Bits == 4 ? 8 : 4;
+  alignas(32) float acc[R][2][8] = {};
+  for (std::int64_t j = 0; j < v.groups; ++j) {
+    const std::int64_t len = v.padded_length(j);
+    const std::uint8_t* rec = v.record(panel, j);
+    const std::uint8_t* x[R];
+    for (int r = 0; r < R; ++r)
+      x[r] = a.xq + (row0 + r) * a.xq_stride + j * v.group_length;
+    alignas(32) std::int32_t dot[R][16];
+    group_dot<Bits, Symmetric, true, R>(rec, len / codes_per_block, x, dot);
+    const std::uint8_t* meta = rec + v.code_bytes(len);
+    for (int h = 0; h < 2; ++h) {
+      const __m256 s = load_half_scales(v, meta, h);
+      __m256i zero_points = _mm256_setzero_si256();
+      if constexpr (!Symmetric) {
+        std::int64_t z8;
+        std::memcpy(&z8, meta + v.scale_bytes() + 8 * h, 8);
+        zero_points = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(z8));
+      }
+      for (int r = 0; r < R; ++r) {
+        const std::int64_t at = (row0 + r) * v.groups + j;
+        const __m256i sum = _mm256_set1_epi32(a.xq_group_sums[at]);
+        __m256i d = _mm256_load_si256(reinterpret_cast<const __m256i*>(dot[r] + 8 * h));
+        if constexpr (!Symmetric) {
+          d = _mm256_sub_epi32(d, _mm256_mullo_epi32(zero_points, sum));
+        } else if constexpr (Bits == 4) {
+          d = _mm256_sub_epi32(d, _mm256_slli_epi32(sum, 3));  // 8 · Σ xq
+        }
+        const __m256 sx = _mm256_mul_ps(s, _mm256_set1_ps(a.x_block_scales[at]));
+        _mm256_store_ps(acc[r][h],
+                        _mm256_fmadd_ps(sx, _mm256_cvtepi32_ps(d), _mm256_load_ps(acc[r][h])));
+      }
+    }
+  }
+  for (int h = 0; h < 2; ++h) {
+    const std::int64_t col = panel * panel_width + 8 * h;
+    const std::int64_t valid = std::min<std::int64_t>(8, v.n - col);
+    alignas(32) float bias[8] = {};
+    for (std::int64_t c = 0; c < valid && a.bias != nullptr; ++c)
+      bias[c] = a.bias[col + c];
+    for (int r = 0; r < R; ++r) {
+      alignas(32) float out[8];
+      _mm256_store_ps(out, _mm256_add_ps(_mm256_load_ps(acc[r][h]), _mm256_load_ps(bias)));
+      std::memcpy(a.y + (row0 + r) * a.y_stride + col, out,
+                  static_cast<std::size_t>(std::max<std::int64_t>(valid, 0)) * sizeof(float));
+    }
+  }
+}
+
 template <int Bits, bool Symmetric, int R>
 void rows_of_panel(const Int8Args& a, std::int64_t panel, std::int64_t row0) {
+  if (a.x_block_scales != nullptr) {
+    rows_of_panel_blocks<Bits, Symmetric, R>(a, panel, row0);
+    return;
+  }
   const PackedView& v = a.w;
   constexpr int codes_per_block = Bits == 4 ? 8 : 4;  // k per 64-byte block
   const std::uint8_t* xq[R];
@@ -176,11 +234,11 @@ void rows_of_panel(const Int8Args& a, std::int64_t panel, std::int64_t row0) {
     for (int r = 0; r < R; ++r)
       x[r] = xq[r] + k0;
     alignas(32) std::int32_t dot[R][16];
-    group_dot<Bits, Symmetric, R>(rec, len / codes_per_block, x, dot);
+    group_dot<Bits, Symmetric, false, R>(rec, len / codes_per_block, x, dot);
     // The group's flush: acc = fma(s, float(dot), acc); affine: acc = fnmadd(fl(s · zw), X, acc).
     const std::uint8_t* meta = rec + v.code_bytes(len);
     for (int h = 0; h < 2; ++h) {
-      const __m256 s = half_scales(v, meta, h);
+      const __m256 s = load_half_scales(v, meta, h);
       __m256 szw = _mm256_setzero_ps();
       if constexpr (!Symmetric) {
         std::int64_t z8;

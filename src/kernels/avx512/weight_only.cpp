@@ -47,14 +47,14 @@ inline void int4_step(__m512i q, __m512 lut, const float* x, std::int64_t xs,
 template <int MR, int C, int... T>
 inline void int4_block(const std::uint8_t* codes, __m512 lut, const float* x, std::int64_t xs,
                        Partials<MR, C>& part, std::integer_sequence<int, T...>) {
-  const __m512i q = _mm512_load_si512(codes);
+  const __m512i q = _mm512_loadu_si512(codes);
   (int4_step<T, MR, C>(q, lut, x, xs, part), ...);
 }
 
 template <bool Signed, int MR, int C>
 inline void int8_step(const std::uint8_t* codes, int t, const float* x, std::int64_t xs,
                       Partials<MR, C>& part) {
-  const __m128i bytes = _mm_load_si128(reinterpret_cast<const __m128i*>(codes + 16 * t));
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + 16 * t));
   const __m512i wide = Signed ? _mm512_cvtepi8_epi32(bytes) : _mm512_cvtepu8_epi32(bytes);
   const __m512 w = _mm512_cvtepi32_ps(wide);
   for (int r = 0; r < MR; ++r) {

@@ -9,10 +9,11 @@
 
 namespace lucid::quantization::weight_only {
 
-/// The 16 scales of a group record's meta block (f32, or bf16 widened exactly).
+/// The 16 scales of a group record's meta block (f32, or bf16 / f16 widened exactly).
 inline __m512 load_group_scales(const PackedView& v, const std::uint8_t* meta) {
-  if (v.bf16_scales) {
+  if (v.scales != ScaleStorage::f32) {
     const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(meta));
+    if (v.scales == ScaleStorage::f16) return _mm512_cvtph_ps(bits);
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
   }
   return _mm512_loadu_ps(reinterpret_cast<const float*>(meta));

@@ -82,7 +82,7 @@ inline __m512i broadcast4(const std::uint8_t* p) {
 // are computed on the last one's codes and not stored. Each step decodes the P panels' blocks
 // first and then walks the rows with one broadcast register at a time, so R · P accumulators,
 // the decoded blocks and a broadcast fit in the 32 registers (R · P = 16, P ≤ 4).
-template <int Bits, bool Symmetric, bool Prefetch, int R, int P>
+template <int Bits, bool Symmetric, bool Blocks, bool Prefetch, int R, int P>
 void rows_block(const Int8Args& a, std::int64_t panel0, int panels, std::int64_t row0) {
   const PackedView& v = a.w;
   const std::uint8_t* base[P];
@@ -102,12 +102,17 @@ void rows_block(const Int8Args& a, std::int64_t panel0, int panels, std::int64_t
     const std::int64_t k0 = j * v.group_length;
     const std::int64_t offset = j * v.record_bytes;
     // The signed int4 grid's dots start at −8 · Σ xq, so that adding Σ xq · (q + 8) leaves
-    // Σ xq · q (wrapping alike in int32).
+    // Σ xq · q (wrapping alike in int32); with block-wise activations the signed grids' codes are
+    // the unsigned operand u = q + code_offset (8 or 128), and the dot starts at
+    // −code_offset · Σ xq.
     __m512i dot[R][P];
     for (int r = 0; r < R; ++r) {
-      const __m512i start = Bits == 4 && Symmetric
-                                ? _mm512_set1_epi32(-8 * a.xq_group_sums[(row0 + r) * v.groups + j])
-                                : _mm512_setzero_si512();
+      constexpr std::int32_t code_offset =
+          Blocks ? (Symmetric ? (Bits == 4 ? 8 : 128) : 0) : (Bits == 4 && Symmetric ? 8 : 0);
+      const __m512i start =
+          code_offset != 0
+              ? _mm512_set1_epi32(-code_offset * a.xq_group_sums[(row0 + r) * v.groups + j])
+              : _mm512_setzero_si512();
       for (int p = 0; p < P; ++p)
         dot[r][p] = start;
     }
@@ -117,21 +122,23 @@ void rows_block(const Int8Args& a, std::int64_t panel0, int panels, std::int64_t
 #pragma GCC unroll 4
         for (int p = 0; p < P; ++p) {
           const std::uint8_t* w = block_at<Prefetch>(base[p], offset + 64 * b, v.panel_bytes, next);
-          decode_int4_unsigned<Symmetric>(_mm512_load_si512(w), low[p], high[p]);
+          decode_int4_unsigned<Symmetric>(_mm512_loadu_si512(w), low[p], high[p]);
         }
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
           const __m512i x = broadcast4(xq[r] + k0 + 8 * b);
 #pragma GCC unroll 4
           for (int p = 0; p < P; ++p)
-            dot[r][p] = _mm512_dpbusd_epi32(dot[r][p], x, low[p]);
+            dot[r][p] = Blocks ? _mm512_dpbusd_epi32(dot[r][p], low[p], x)
+                               : _mm512_dpbusd_epi32(dot[r][p], x, low[p]);
         }
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
           const __m512i x = broadcast4(xq[r] + k0 + 8 * b + 4);
 #pragma GCC unroll 4
           for (int p = 0; p < P; ++p)
-            dot[r][p] = _mm512_dpbusd_epi32(dot[r][p], x, high[p]);
+            dot[r][p] = Blocks ? _mm512_dpbusd_epi32(dot[r][p], high[p], x)
+                               : _mm512_dpbusd_epi32(dot[r][p], x, high[p]);
         }
       }
     } else {
@@ -140,18 +147,36 @@ void rows_block(const Int8Args& a, std::int64_t panel0, int panels, std::int64_t
 #pragma GCC unroll 4
         for (int p = 0; p < P; ++p) {
           const std::uint8_t* w = block_at<Prefetch>(base[p], offset + 64 * b, v.panel_bytes, next);
-          codes[p] = int8_stage::decode_int8<Symmetric>(_mm512_load_si512(w));
+          // Block-wise activations take the codes unsigned: q + 128, or the affine lanes as stored.
+          codes[p] = int8_stage::decode_int8<Symmetric != Blocks>(_mm512_loadu_si512(w));
         }
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
           const __m512i x = broadcast4(xq[r] + k0 + 4 * b);
 #pragma GCC unroll 4
           for (int p = 0; p < P; ++p)
-            dot[r][p] = _mm512_dpbusd_epi32(dot[r][p], x, codes[p]);
+            dot[r][p] = Blocks ? _mm512_dpbusd_epi32(dot[r][p], codes[p], x)
+                               : _mm512_dpbusd_epi32(dot[r][p], x, codes[p]);
         }
       }
     }
     const std::int64_t meta_offset = offset + v.code_bytes(len);
+    if constexpr (Blocks) {
+      __m512 x_scales[R];
+      for (int r = 0; r < R; ++r)
+        x_scales[r] = _mm512_set1_ps(a.x_block_scales[(row0 + r) * v.groups + j]);
+      for (int p = 0; p < P; ++p) {
+        const std::uint8_t* meta = base[p] + meta_offset;
+        const __m512 scales = load_group_scales(v, meta);
+        const __m512i zero_points = int8_stage::stored_zero_points<Symmetric>(v, meta);
+        for (int r = 0; r < R; ++r) {
+          acc[r][p] = int8_stage::flush_block<Symmetric>(
+              acc[r][p], scales, x_scales[r], dot[r][p], zero_points,
+              a.xq_group_sums[(row0 + r) * v.groups + j]);
+        }
+      }
+      continue;
+    }
     for (int p = 0; p < P; ++p) {
       const std::uint8_t* meta = base[p] + meta_offset;
       const __m512 scales = load_group_scales(v, meta);
@@ -163,15 +188,21 @@ void rows_block(const Int8Args& a, std::int64_t panel0, int panels, std::int64_t
       }
     }
   }
-  for (int p = 0; p < panels; ++p)
-    for (int r = 0; r < R; ++r)
-      int8_stage::finish(a, row0 + r, (panel0 + p) * panel_width, acc[r][p]);
+  for (int p = 0; p < panels; ++p) {
+    for (int r = 0; r < R; ++r) {
+      if constexpr (Blocks) {
+        int8_stage::finish_blocks(a, row0 + r, (panel0 + p) * panel_width, acc[r][p]);
+      } else {
+        int8_stage::finish(a, row0 + r, (panel0 + p) * panel_width, acc[r][p]);
+      }
+    }
+  }
 }
 
 // Blocks of 8 rows × 2 panels while 8 rows remain (each step's decode serves 8 rows; 10 or 12
 // rows spill), then blocks of up to 4 rows × 4 panels (for M ≤ 4 every weight byte is read
 // from memory once per call).
-template <int Bits, bool Symmetric, bool Prefetch>
+template <int Bits, bool Symmetric, bool Blocks, bool Prefetch>
 void run_blocks(const Int8Args& a, std::int64_t panel_begin, std::int64_t panel_end) {
   constexpr int P = static_cast<int>(u8_regs_block_panels);
   constexpr int wide_rows = 8;
@@ -181,23 +212,23 @@ void run_blocks(const Int8Args& a, std::int64_t panel_begin, std::int64_t panel_
     const int panels = static_cast<int>(std::min<std::int64_t>(P, panel_end - panel));
     for (int pair = 0; pair < panels; pair += wide_panels) {
       for (std::int64_t row0 = 0; row0 < wide_end; row0 += wide_rows) {
-        rows_block<Bits, Symmetric, Prefetch, wide_rows, wide_panels>(
+        rows_block<Bits, Symmetric, Blocks, Prefetch, wide_rows, wide_panels>(
             a, panel + pair, std::min(wide_panels, panels - pair), row0);
       }
     }
     for (std::int64_t row0 = wide_end; row0 < a.m; row0 += max_rows) {
       switch (std::min<std::int64_t>(max_rows, a.m - row0)) {
         case 1:
-          rows_block<Bits, Symmetric, Prefetch, 1, P>(a, panel, panels, row0);
+          rows_block<Bits, Symmetric, Blocks, Prefetch, 1, P>(a, panel, panels, row0);
           break;
         case 2:
-          rows_block<Bits, Symmetric, Prefetch, 2, P>(a, panel, panels, row0);
+          rows_block<Bits, Symmetric, Blocks, Prefetch, 2, P>(a, panel, panels, row0);
           break;
         case 3:
-          rows_block<Bits, Symmetric, Prefetch, 3, P>(a, panel, panels, row0);
+          rows_block<Bits, Symmetric, Blocks, Prefetch, 3, P>(a, panel, panels, row0);
           break;
         default:
-          rows_block<Bits, Symmetric, Prefetch, 4, P>(a, panel, panels, row0);
+          rows_block<Bits, Symmetric, Blocks, Prefetch, 4, P>(a, panel, panels, row0);
           break;
       }
     }
@@ -209,12 +240,12 @@ void run_blocks(const Int8Args& a, std::int64_t panel_begin, std::int64_t panel_
 // time. With more rows the later row blocks re-read the panels and the prefetch pays, and on
 // 4 KiB pages it always does (numbers: docs/performance.md, "Weight-only kernels: measurement
 // history").
-template <int Bits, bool Symmetric>
+template <int Bits, bool Symmetric, bool Blocks>
 void run(const Int8Args& a, std::int64_t panel_begin, std::int64_t panel_end) {
   if (a.w.huge_pages && a.m <= max_rows) {
-    run_blocks<Bits, Symmetric, false>(a, panel_begin, panel_end);
+    run_blocks<Bits, Symmetric, Blocks, false>(a, panel_begin, panel_end);
   } else {
-    run_blocks<Bits, Symmetric, true>(a, panel_begin, panel_end);
+    run_blocks<Bits, Symmetric, Blocks, true>(a, panel_begin, panel_end);
   }
 }
 
@@ -223,7 +254,13 @@ void run(const Int8Args& a, std::int64_t panel_begin, std::int64_t panel_end) {
 void weight_only_u8_regs_64c__avx512_vnni(const Int8Args& a, std::int64_t panel_begin,
                                           std::int64_t panel_end) {
   with_format(a.w, [&](auto bits, auto symmetric) {
-    run<decltype(bits)::value, decltype(symmetric)::value>(a, panel_begin, panel_end);
+    constexpr int b = decltype(bits)::value;
+    constexpr bool sym = decltype(symmetric)::value;
+    if (a.x_block_scales != nullptr) {
+      run<b, sym, true>(a, panel_begin, panel_end);
+    } else {
+      run<b, sym, false>(a, panel_begin, panel_end);
+    }
   });
 }
 

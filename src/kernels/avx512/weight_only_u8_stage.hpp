@@ -70,4 +70,42 @@ inline void finish(const Int8Args& a, std::int64_t row, std::int64_t col, __m512
   _mm512_mask_storeu_ps(a.y + row * a.y_stride + col, mask, acc);
 }
 
+/// The 16 stored zero points z' of an affine record as int32 (0 for symmetric formats).
+template <bool Symmetric>
+inline __m512i stored_zero_points(const PackedView& v, const std::uint8_t* meta) {
+  if constexpr (Symmetric) {
+    (void)v;
+    (void)meta;
+    return _mm512_setzero_si512();
+  } else {
+    return _mm512_cvtepu8_epi32(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(meta + v.scale_bytes())));
+  }
+}
+
+/// One group's flush with block-wise activations (Int8Args::x_block_scales): dot holds
+/// Σ xq · u − offset · Σ xq for symmetric grids (= Σ xq · q); affine grids take the stored zero
+/// points off here, D = dot − z' · Σ xq. Then acc = fma(fl(s · s_x), float(D), acc).
+template <bool Symmetric>
+inline __m512 flush_block(__m512 acc, __m512 scales, __m512 x_scale, __m512i dot,
+                          __m512i zero_points, std::int32_t x_sum) {
+  if constexpr (!Symmetric) {
+    dot = _mm512_sub_epi32(dot, _mm512_mullo_epi32(zero_points, _mm512_set1_epi32(x_sum)));
+  }
+  (void)zero_points;
+  (void)x_sum;
+  return _mm512_fmadd_ps(_mm512_mul_ps(scales, x_scale), _mm512_cvtepi32_ps(dot), acc);
+}
+
+/// The end of a block-wise product for row `row` and the 16 channels from `col`:
+/// y = acc + bias (bias 0 when null), stored for the channels below N.
+inline void finish_blocks(const Int8Args& a, std::int64_t row, std::int64_t col, __m512 acc) {
+  const std::int64_t left = a.w.n - col;
+  const __mmask16 mask =
+      left >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << left) - 1u);
+  const __m512 bias =
+      a.bias != nullptr ? _mm512_maskz_loadu_ps(mask, a.bias + col) : _mm512_setzero_ps();
+  _mm512_mask_storeu_ps(a.y + row * a.y_stride + col, mask, _mm512_add_ps(acc, bias));
+}
+
 }  // namespace lucid::quantization::weight_only::int8_stage

@@ -51,7 +51,7 @@ void decode_tile(const PackedView& v, std::int64_t panel0, int panels, std::uint
       for (std::int64_t b = 0; b < len / 4; ++b) {
         _mm_prefetch(reinterpret_cast<const char*>(rec + 64 * b + prefetch_bytes), _MM_HINT_T0);
         _mm512_store_si512(dst + b,
-                           int8_stage::decode_int8<Symmetric>(_mm512_load_si512(rec + 64 * b)));
+                           int8_stage::decode_int8<Symmetric>(_mm512_loadu_si512(rec + 64 * b)));
       }
     }
   }

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "kernels/affine_spec.hpp"
+#include "kernels/qparams_spec.hpp"
 
 namespace lucid::quantization::kernels::reference {
 namespace {
@@ -103,6 +104,16 @@ void quantize_groups__reference(const void* x, std::int64_t groups, std::int64_t
   }
 }
 
+void group_qparams(const float* mins, const float* maxs, std::int64_t groups, const RangeRule& rule,
+                   float* inverse, float* scales, std::int32_t* zero_points) {
+  for (std::int64_t g = 0; g < groups; ++g) {
+    const Affine p = group_affine(mins[g], maxs[g], rule);
+    inverse[g] = p.inv_scale;
+    scales[g] = p.scale;
+    zero_points[g] = p.zero_point;
+  }
+}
+
 template <FloatType T>
 void fill_for_input(KernelTable& table) {
   const auto t = static_cast<int>(T);
@@ -126,6 +137,7 @@ void fill_for_code(KernelTable& table) {
 }  // namespace
 
 void fill_quantize_kernels(KernelTable& table) {
+  table.group_qparams = group_qparams;
   fill_for_input<FloatType::f32>(table);
   fill_for_input<FloatType::f16>(table);
   fill_for_input<FloatType::bf16>(table);

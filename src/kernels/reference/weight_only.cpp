@@ -38,40 +38,89 @@ void weight_only_f32_16c__reference(const GemmArgs& a, std::int64_t panel_begin,
   }
 }
 
-// The int8-activation path (docs/numerics.md, "The int8-activation path"): exact integer
-// group sums, then float32 steps in this order, each one rounding (std::fma is fused).
-void weight_only_u8_16c__reference(const Int8Args& a, std::int64_t panel_begin,
-                                   std::int64_t panel_end) {
+namespace {
+
+// One group of an output: its record, meta block, first k and length.
+struct GroupView {
+  const std::uint8_t* rec;
+  const std::uint8_t* meta;
+  std::int64_t k0, len;
+};
+
+// Calls acc = group(r, c, g, acc) for the groups of every (row r, channel c) output in order,
+// then stores y = finish(r, col, acc): the loops both int8-activation references share.
+template <class Group, class Finish>
+void each_output(const Int8Args& a, std::int64_t panel_begin, std::int64_t panel_end, Group&& group,
+                 Finish&& finish) {
   const PackedView& v = a.w;
   for (std::int64_t panel = panel_begin; panel < panel_end; ++panel) {
     for (std::int64_t c = 0; c < panel_width; ++c) {
       const std::int64_t col = panel * panel_width + c;
       if (col >= v.n) break;
       for (std::int64_t r = 0; r < a.m; ++r) {
-        const std::uint8_t* xq = a.xq + r * a.xq_stride;
         float acc = 0.0f;
         for (std::int64_t j = 0; j < v.groups; ++j) {
           const std::uint8_t* rec = v.record(panel, j);
-          const std::uint8_t* meta = rec + v.code_bytes(v.padded_length(j));
           const std::int64_t k0 = j * v.group_length;
-          const std::int64_t len = v.k - k0 < v.group_length ? v.k - k0 : v.group_length;
-          std::int64_t dot = 0;  // fits int32 for groups <= 65536 (the driver checks)
-          for (std::int64_t t = 0; t < len; ++t) {
-            dot += std::int64_t{xq[int8_staged_index(v, k0 + t)]} * int8_lane(v, rec, c, t);
-          }
-          const float s = meta_scale(v, meta, c);
-          acc = std::fma(s, static_cast<float>(dot), acc);
-          if (!v.symmetric) {
-            const float szp = s * static_cast<float>(int8_zero_point(v, meta, c));
-            acc = std::fma(-szp, a.x_group_sums[r * v.groups + j], acc);
-          }
+          const GroupView g{rec, rec + v.code_bytes(v.padded_length(j)), k0,
+                            v.k - k0 < v.group_length ? v.k - k0 : v.group_length};
+          acc = group(r, c, j, g, acc);
         }
-        acc = std::fma(-a.x_zero[r], v.int8_weight_sums[col], acc);
-        const float bias = a.bias != nullptr ? a.bias[col] : 0.0f;
-        a.y[r * a.y_stride + col] = std::fma(a.x_scale[r], acc, bias);
+        a.y[r * a.y_stride + col] = finish(r, col, acc);
       }
     }
   }
+}
+
+}  // namespace
+
+// The int8-activation path (docs/numerics.md, "The int8-activation path" and "Block-wise
+// activation scales"): exact integer group sums, then float32 steps in this order, each one
+// rounding (std::fma is fused).
+void weight_only_u8_16c__reference(const Int8Args& a, std::int64_t panel_begin,
+                                   std::int64_t panel_end) {
+  const PackedView& v = a.w;
+  const float* bias = a.bias;
+  if (a.x_block_scales != nullptr) {
+    // Block-wise activations: D = Σ xq · (q − z) exact (|D| < 2^31 for groups <= 65536, the
+    // driver checks), acc = fma(fl(s · s_x), float(D), acc), y = acc + bias.
+    each_output(
+        a, panel_begin, panel_end,
+        [&](std::int64_t r, std::int64_t c, std::int64_t j, const GroupView& g, float acc) {
+          const std::uint8_t* xq = a.xq + r * a.xq_stride;
+          const std::int32_t z = meta_zero_point(v, g.meta, c);
+          std::int64_t dot = 0;
+          for (std::int64_t t = 0; t < g.len; ++t) {
+            const auto x = static_cast<std::int8_t>(xq[int8_staged_index(v, g.k0 + t)]);
+            dot += std::int64_t{x} * (lane_value(v, g.rec, c, t) - z);
+          }
+          const float s = meta_scale(v, g.meta, c) * a.x_block_scales[r * v.groups + j];
+          return std::fma(s, static_cast<float>(dot), acc);
+        },
+        [&](std::int64_t, std::int64_t col, float acc) {
+          return acc + (bias != nullptr ? bias[col] : 0.0f);
+        });
+    return;
+  }
+  each_output(
+      a, panel_begin, panel_end,
+      [&](std::int64_t r, std::int64_t c, std::int64_t j, const GroupView& g, float acc) {
+        const std::uint8_t* xq = a.xq + r * a.xq_stride;
+        std::int64_t dot = 0;  // fits int32 for groups <= 65536 (the driver checks)
+        for (std::int64_t t = 0; t < g.len; ++t)
+          dot += std::int64_t{xq[int8_staged_index(v, g.k0 + t)]} * int8_lane(v, g.rec, c, t);
+        const float s = meta_scale(v, g.meta, c);
+        acc = std::fma(s, static_cast<float>(dot), acc);
+        if (!v.symmetric) {
+          const float szp = s * static_cast<float>(int8_zero_point(v, g.meta, c));
+          acc = std::fma(-szp, a.x_group_sums[r * v.groups + j], acc);
+        }
+        return acc;
+      },
+      [&](std::int64_t r, std::int64_t col, float acc) {
+        acc = std::fma(-a.x_zero[r], v.int8_weight_sums[col], acc);
+        return std::fma(a.x_scale[r], acc, bias != nullptr ? bias[col] : 0.0f);
+      });
 }
 
 }  // namespace lucid::quantization::weight_only
