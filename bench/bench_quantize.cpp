@@ -231,7 +231,7 @@ void bench_quantize_per_group(benchmark::State& state, std::int64_t ws, int) {
   const Q::TensorView view(x.data(), Q::ScalarType::float32, {n / row, row});
   for (auto _ : state)
     benchmark::DoNotOptimize(
-        Q::quantize_per_group(view, Q::qint4, Q::per_channel_symmetric, 1, 32));
+        Q::quantize_per_group(view, Q::per_channel_symmetric, Q::qint4, 1, 32));
   finish(state, n, n * 9 / 2);
 }
 

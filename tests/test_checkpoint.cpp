@@ -20,7 +20,7 @@ namespace {
 
 // What the core gives for `x` quantized with (resolved) `s`.
 Q::QuantizedTensor core_quantize(const Q::TensorView& x, const Q::QuantSettings& s) {
-  if (s.group_size > 0) return Q::quantize_per_group(x, s.qdtype, s.qscheme, s.axis, s.group_size);
+  if (s.group_size > 0) return Q::quantize_per_group(x, s.qscheme, s.qdtype, s.axis, s.group_size);
   return Q::quantize(x, s.qscheme, s.qdtype, s.axis);
 }
 

@@ -155,7 +155,7 @@ TEST(CheckpointMetrics, StreamedFiguresMatchTheCoreOnLargeTensors) {
     const Q::CheckpointReport report =
         Q::quantize_checkpoint(dir / "in.safetensors", dir / "out.safetensors", options);
     const Q::QuantizedTensor q =
-        s.group_size > 0 ? Q::quantize_per_group(x, s.qdtype, s.qscheme, s.axis, s.group_size)
+        s.group_size > 0 ? Q::quantize_per_group(x, s.qscheme, s.qdtype, s.axis, s.group_size)
                          : Q::quantize(x, s.qscheme, s.qdtype, s.axis);
     const Q::ErrorMetrics core = Q::error_metrics(x, q);
     const Q::ErrorMetrics& streamed = report.tensors[0].metrics;

@@ -11,6 +11,7 @@
 #include "lucid/quantization/gemm.hpp"
 #include "lucid/quantization/quantize.hpp"
 #include "lucid/quantization/runtime.hpp"
+#include "lucid/quantization/stage_checks.hpp"
 #include "test_support.hpp"
 
 namespace Q = lucid::quantization;
@@ -472,6 +473,31 @@ TEST_F(GemmTest, EmptyBatchWritesNothing) {
   const Q::Tensor y =
       Q::linear_dynamic(Q::TensorView(none.data(), Q::ScalarType::float32, {0, 8}), p.packed);
   EXPECT_EQ(y.shape(), (Q::Shape{0, 4}));
+}
+
+// The stage checks name what the caller names (the Python module passes its keyword arguments)
+// and print scales as Python does.
+TEST(StageChecks, NameTheCallersArguments) {
+  EXPECT_NO_THROW(Q::check_scale("f", "s", 0.5f));
+  EXPECT_ERROR_CONTAINS(Q::check_scale("f", "x_scale", 0.0f),
+                        "f: x_scale = 0.0 (expected a finite scale > 0)");
+  EXPECT_ERROR_CONTAINS(Q::check_scale("f", "s", -0.1f), "f: s = -0.1 (expected");
+  EXPECT_ERROR_CONTAINS(Q::check_scale("f", "s", std::numeric_limits<float>::infinity()),
+                        "f: s = inf (expected");
+  EXPECT_NO_THROW(Q::check_activation_zero_point("f", "z", Q::ScalarType::int8, -128, "x"));
+  EXPECT_ERROR_CONTAINS(
+      Q::check_activation_zero_point("f", "x_zero_point", Q::ScalarType::int8, 128, "x"),
+      "f: x_zero_point = 128 (expected an integer in [-128, 127] for int8 x)");
+  EXPECT_ERROR_CONTAINS(
+      Q::check_activation_zero_point("f", "z", Q::ScalarType::uint8, std::int64_t{1} << 40, "a"),
+      "f: z = 1099511627776 (expected an integer in [0, 255] for uint8 a)");
+  EXPECT_ERROR_CONTAINS(Q::check_output_qdtype("f", "out_qdtype", Q::qint4),
+                        "f: out_qdtype = qint4 (expected an 8-bit grid");
+  EXPECT_ERROR_CONTAINS(Q::check_output_zero_point("f", "out_zero_point", Q::qint8, -129),
+                        "f: out_zero_point = -129 (expected an integer in [-128, 127] for qint8)");
+  EXPECT_NO_THROW(Q::check_one_bias("f", "b", "b32", true, false));
+  EXPECT_ERROR_CONTAINS(Q::check_one_bias("f", "bias", "bias_int32", true, true),
+                        "f: both bias and bias_int32 are given (expected at most one)");
 }
 
 }  // namespace

@@ -121,7 +121,7 @@ std::vector<std::vector<std::uint8_t>> all_outputs(const Q::Tensor& x) {
       out.push_back(bytes_of(fq.mask.data(), fq.mask.nbytes()));
       if (g.group_size > 0) {
         const Q::QuantizedTensor fused =
-            Q::quantize_per_group(x, dtype, g.scheme, g.axis, g.group_size);
+            Q::quantize_per_group(x, g.scheme, dtype, g.axis, g.group_size);
         EXPECT_EQ(fused.qparams().scale, qp.scale);
         EXPECT_EQ(fused.qparams().zero_point, qp.zero_point);
         EXPECT_TRUE(std::equal(fused.storage().begin(), fused.storage().end(), q.storage().begin(),
@@ -235,7 +235,7 @@ TEST(QuantizePerGroup, EqualsChooseQparamsThenQuantizeOnLargeInputs) {
       for (const auto& [axis, group] : {std::pair{1, 32}, std::pair{-1, 7}, std::pair{0, 5}}) {
         for (const Q::QDtype& dtype : {Q::qint4, Q::quint2, Q::qint8}) {
           const Q::QuantizedTensor fused =
-              Q::quantize_per_group(x, dtype, Q::per_channel_affine, axis, group);
+              Q::quantize_per_group(x, Q::per_channel_affine, dtype, axis, group);
           const Q::QuantizedTensor two_step =
               Q::quantize(x, Q::choose_qparams(x, Q::per_channel_affine, dtype, axis, group));
           EXPECT_EQ(fused.qparams().scale, two_step.qparams().scale);
@@ -253,17 +253,17 @@ TEST(QuantizePerGroup, EqualsChooseQparamsThenQuantizeOnLargeInputs) {
 TEST(QuantizePerGroup, RejectsBadArguments) {
   const std::vector<float> v(8, 1.0f);
   const Q::TensorView x(v);
-  EXPECT_ERROR_CONTAINS(Q::quantize_per_group(x, Q::qint4, Q::per_tensor_affine, 0, 4),
+  EXPECT_ERROR_CONTAINS(Q::quantize_per_group(x, Q::per_tensor_affine, Q::qint4, 0, 4),
                         "quantize_per_group: qscheme = per_tensor_affine");
-  EXPECT_ERROR_CONTAINS(Q::quantize_per_group(x, Q::qint4, Q::per_channel_affine, 0, 0),
+  EXPECT_ERROR_CONTAINS(Q::quantize_per_group(x, Q::per_channel_affine, Q::qint4, 0, 0),
                         "quantize_per_group: group_size = 0");
-  EXPECT_ERROR_CONTAINS(Q::quantize_per_group(x, Q::qint4, Q::per_channel_affine, 3, 4),
+  EXPECT_ERROR_CONTAINS(Q::quantize_per_group(x, Q::per_channel_affine, Q::qint4, 3, 4),
                         "ch_axis = 3");
-  EXPECT_ERROR_CONTAINS(Q::quantize_per_group(x, Q::qint4, Q::per_channel_affine, 0, 4, -1.0f),
+  EXPECT_ERROR_CONTAINS(Q::quantize_per_group(x, Q::per_channel_affine, Q::qint4, 0, 4, -1.0f),
                         "eps = -1");
   const std::vector<std::int32_t> ints(4);
   EXPECT_ERROR_CONTAINS(Q::quantize_per_group(Q::TensorView(ints.data(), Q::ScalarType::int32, {4}),
-                                              Q::qint4, Q::per_channel_affine, 0, 2),
+                                              Q::per_channel_affine, Q::qint4, 0, 2),
                         "element type int32");
 }
 
@@ -372,7 +372,7 @@ TEST(ByteBuffer, RequantizeAndPerGroupQuantizeOverwriteReusedBuffers) {
   Q::requantize_row(acc.data(), n, 1.0f / 4096, 3, Q::qint8, expected.data());
   Q::release_cached_buffers();
   const Q::TensorView x_view(x.data(), Q::ScalarType::float32, {1, n});
-  const Q::QuantizedTensor fresh = Q::quantize_per_group(x_view, Q::qint4, Q::per_channel_symmetric,
+  const Q::QuantizedTensor fresh = Q::quantize_per_group(x_view, Q::per_channel_symmetric, Q::qint4,
                                                          1, 32);  // a fresh (zero) mapping
   const std::vector<std::uint8_t> fresh_bytes(fresh.storage().begin(), fresh.storage().end());
   ASSERT_EQ(fresh_bytes.back() >> 4, 0) << "the unused high nibble of the last byte";
@@ -384,7 +384,7 @@ TEST(ByteBuffer, RequantizeAndPerGroupQuantizeOverwriteReusedBuffers) {
     ASSERT_EQ(0, std::memcmp(q.data(), expected.data(), expected.size())) << threads << " threads";
     dirty(fresh_bytes.size());
     const Q::QuantizedTensor g =
-        Q::quantize_per_group(x_view, Q::qint4, Q::per_channel_symmetric, 1, 32);
+        Q::quantize_per_group(x_view, Q::per_channel_symmetric, Q::qint4, 1, 32);
     ASSERT_TRUE(std::ranges::equal(g.storage(), fresh_bytes)) << threads << " threads";
   }
 }

@@ -1,4 +1,4 @@
-// Tests for error metrics: definitions, edge cases, per-channel, non-finite input.
+// Tests for error metrics: definitions, edge cases, per-channel, per-group, non-finite input.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -68,4 +68,49 @@ TEST(Metrics, FractionSaturatedCountsClampedCodes) {
   const std::vector<float> x{-300.0f, 0.0f, 1.0f, 300.0f};
   const auto q = Q::quantize(Q::TensorView(x), Q::QParams::per_tensor(1.0f, 0, Q::qint8));
   EXPECT_DOUBLE_EQ(Q::error_metrics(Q::TensorView(x), q).fraction_saturated, 0.5);
+}
+
+TEST(Metrics, PerGroupMatchesEachGroupAlone) {
+  // [2, 8] cut along axis 1 into groups of 4: parameters [2, 2], slot = row · 2 + column / 4.
+  const std::vector<float> x{0.1f, -0.2f, 0.3f, 0.4f, 1.0f, 2.0f,  -3.0f, 40.0f,
+                             0.5f, NAN,   0.7f, 0.0f, 5.0f, -6.0f, 7.0f,  8.0f};
+  const Q::TensorView view(x, {2, 8});
+  const auto qp = Q::QParams::per_group({0.01f, 0.1f, 0.05f, 1.0f}, {0, 0, 0, 0}, 1, 4, Q::qint8);
+  const auto q = Q::quantize(view, qp);
+  const Q::Tensor y = Q::dequantize(q);
+  const auto groups = Q::error_metrics_per_group(view, q);
+  ASSERT_EQ(groups.size(), 4u);
+  for (std::size_t s = 0; s < 4; ++s) {
+    const std::size_t first = (s / 2) * 8 + (s % 2) * 4;
+    const std::vector<float> xs(x.begin() + first, x.begin() + first + 4);
+    const std::vector<float> ys(y.data_as<float>() + first, y.data_as<float>() + first + 4);
+    const Q::ErrorMetrics alone = Q::error_metrics(Q::TensorView(xs), Q::TensorView(ys));
+    EXPECT_EQ(groups[s].count, alone.count) << "group " << s;
+    EXPECT_EQ(groups[s].nonfinite_count, alone.nonfinite_count) << "group " << s;
+    EXPECT_DOUBLE_EQ(groups[s].mse, alone.mse) << "group " << s;
+    EXPECT_DOUBLE_EQ(groups[s].max_abs_error, alone.max_abs_error) << "group " << s;
+    EXPECT_DOUBLE_EQ(groups[s].sqnr_db, alone.sqnr_db) << "group " << s;
+    EXPECT_DOUBLE_EQ(groups[s].cosine_similarity, alone.cosine_similarity) << "group " << s;
+  }
+  EXPECT_EQ(groups[2].nonfinite_count, 1);               // the NaN of row 1
+  EXPECT_DOUBLE_EQ(groups[1].fraction_saturated, 0.25);  // 40 / 0.1 = 400 leaves qint8
+  EXPECT_DOUBLE_EQ(groups[0].fraction_saturated, 0.0);
+  EXPECT_ERROR_CONTAINS(Q::error_metrics_per_group(Q::TensorView(x), q), "differs");
+}
+
+TEST(Metrics, PerGroupOfPerTensorAndPerChannelParameters) {
+  const std::vector<float> x{0.01f, -0.02f, 0.03f, 10.0f, -20.0f, 30.0f};
+  const Q::TensorView view(x, {2, 3});
+  const auto per_tensor = Q::quantize(view, Q::per_tensor_affine, Q::quint8);
+  const auto one = Q::error_metrics_per_group(view, per_tensor);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_DOUBLE_EQ(one[0].mse, Q::error_metrics(view, per_tensor).mse);
+  const auto per_channel = Q::quantize(view, Q::per_channel_symmetric, Q::qint8, 0);
+  const auto rows = Q::error_metrics_per_group(view, per_channel);
+  const auto channels = Q::error_metrics_per_channel(view, per_channel, 0);
+  ASSERT_EQ(rows.size(), 2u);
+  for (std::size_t c = 0; c < 2; ++c) {
+    EXPECT_EQ(rows[c].count, channels[c].count);
+    EXPECT_DOUBLE_EQ(rows[c].sqnr_db, channels[c].sqnr_db);
+  }
 }

@@ -517,7 +517,7 @@ TEST_F(Plot, ReportHasAFixedWidthAndBarsForPerChannelTensors) {
   options.log_counts = true;
   options.channel_metric = Q::ChannelMetric::sqnr_db;
   options.histogram_bins = 40;
-  Q::plot_tensor_report(w, Q::quantize_per_group(w, Q::qint4, Q::per_channel_symmetric, 1, 32),
+  Q::plot_tensor_report(w, Q::quantize_per_group(w, Q::per_channel_symmetric, Q::qint4, 1, 32),
                         path("group.svg"), options);
   const Size t = png_ihdr_size(path("tensor.png"));
   const Size c = png_ihdr_size(path("channel.png"));

@@ -96,7 +96,7 @@ TEST(WeightOnlyPacking, MatchesCoreQuantization) {
           const Q::QScheme scheme =
               sym ? Q::QScheme::PER_CHANNEL_SYMMETRIC : Q::QScheme::PER_CHANNEL_AFFINE;
           const Q::QuantizedTensor core = g == 0 ? Q::quantize(view, scheme, qd, 0, 0)
-                                                 : Q::quantize_per_group(view, qd, scheme, 1, g);
+                                                 : Q::quantize_per_group(view, scheme, qd, 1, g);
           EXPECT_EQ(packed.codes(), core.int_repr());
           EXPECT_EQ(packed.scales(), core.qparams().scale);
           EXPECT_EQ(packed.zero_points(), core.qparams().zero_point);
@@ -145,7 +145,7 @@ TEST(WeightOnlyPacking, FromQuantizedSignedAffine) {
   const std::int64_t n = 17, k = 70;
   const std::vector<float> w = gaussian(static_cast<std::size_t>(n * k), rng);
   const Q::TensorView view(w.data(), Q::ScalarType::float32, {n, k});
-  const auto core = Q::quantize_per_group(view, Q::qint4, Q::QScheme::PER_CHANNEL_AFFINE, 1, 32);
+  const auto core = Q::quantize_per_group(view, Q::QScheme::PER_CHANNEL_AFFINE, Q::qint4, 1, 32);
   const auto packed = Q::PackedWeightsLowBit::from_quantized(core);
   EXPECT_FALSE(packed.format().symmetric);
   EXPECT_EQ(packed.codes(), core.int_repr());
@@ -222,7 +222,7 @@ TEST(WeightOnlyPacking, FromQuantizedRejectsWhatDoesNotFit) {
   std::vector<float> w(4 * 40, 0.5f);
   const Q::TensorView view(w.data(), Q::ScalarType::float32, {4, 40});
   EXPECT_ERROR_CONTAINS(Q::PackedWeightsLowBit::from_quantized(Q::quantize_per_group(
-                            view, Q::qint4, Q::QScheme::PER_CHANNEL_SYMMETRIC, 1, 20)),
+                            view, Q::QScheme::PER_CHANNEL_SYMMETRIC, Q::qint4, 1, 20)),
                         "group_size = 20");
   EXPECT_ERROR_CONTAINS(Q::PackedWeightsLowBit::from_quantized(
                             Q::quantize(view, Q::QScheme::PER_CHANNEL_SYMMETRIC, Q::qint8, 1, 0)),

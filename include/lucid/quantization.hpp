@@ -36,6 +36,7 @@
 #include "lucid/quantization/runtime.hpp"
 #include "lucid/quantization/scalar_type.hpp"
 #include "lucid/quantization/smooth_quant.hpp"
+#include "lucid/quantization/stage_checks.hpp"
 #include "lucid/quantization/tensor.hpp"
 #include "lucid/quantization/text_table.hpp"
 #include "lucid/quantization/version.hpp"

@@ -4,6 +4,7 @@
 
 #include "common.hpp"
 #include "lucid/quantization/conv.hpp"
+#include "lucid/quantization/stage_checks.hpp"
 
 namespace lucidq_python {
 namespace {
@@ -91,11 +92,7 @@ Input input_of(py::handle x, const std::string& layout, float scale, std::int64_
   a.height = array.shape(nchw ? 2 : 1);
   a.width = array.shape(nchw ? 3 : 2);
   a.scale = scale;
-  const std::int64_t low = kind == 'i' ? -128 : 0;
-  if (zero_point < low || zero_point > low + 255)
-    fail("conv2d: x_zero_point = " + std::to_string(zero_point) + " (expected " +
-         std::to_string(low) + ".." + std::to_string(low + 255) + " for " +
-         (kind == 'i' ? "int8" : "uint8") + " codes)");
+  Q::check_activation_zero_point("conv2d", "x_zero_point", a.type, zero_point, "x");
   a.zero_point = static_cast<std::int32_t>(zero_point);
   return in;
 }

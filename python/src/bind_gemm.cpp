@@ -1,9 +1,8 @@
 // Bindings of the packed int8 GEMM (gemm.hpp): PackedWeightsInt8, gemm_* output stages, dynamic.
-#include <cmath>
-#include <limits>
 
 #include "common.hpp"
 #include "lucid/quantization/gemm.hpp"
+#include "lucid/quantization/stage_checks.hpp"
 
 namespace lucidq_python {
 namespace {
@@ -76,20 +75,13 @@ ActivationInput activation_input(py::handle a, const Q::PackedWeightsInt8& w, fl
          columns_text(w) + ")");
   }
   const bool is_signed = kind == 'i';
-  const std::int64_t lo = is_signed ? -128 : 0;
-  const std::int64_t hi = is_signed ? 127 : 255;
-  if (zero_point < lo || zero_point > hi) {
-    fail(fn + ": a_zero_point = " + std::to_string(zero_point) + " (expected an integer in [" +
-         std::to_string(lo) + ", " + std::to_string(hi) + "] for " +
-         (is_signed ? "int8" : "uint8") + " a)");
-  }
-  if (!std::isfinite(scale) || !(scale > 0.0f)) {
-    fail(fn + ": a_scale = " + text_of(py::float_(scale)) + " (expected a finite scale > 0)");
-  }
+  const Q::ScalarType type = is_signed ? Q::ScalarType::int8 : Q::ScalarType::uint8;
+  Q::check_activation_zero_point(fn, "a_zero_point", type, zero_point, "a");
+  Q::check_scale(fn, "a_scale", scale);
   ActivationInput input;
   input.rows = strided_rows(array, is_signed ? "int8" : "uint8");
   input.matrix.data = input.rows.data;
-  input.matrix.type = is_signed ? Q::ScalarType::int8 : Q::ScalarType::uint8;
+  input.matrix.type = type;
   input.matrix.rows = input.rows.rows;
   input.matrix.row_stride = input.rows.row_stride;
   input.matrix.scale = scale;
@@ -111,23 +103,6 @@ std::vector<T> channel_vector(py::handle x, const Q::PackedWeightsInt8& w,
     return float_vector(array, what.c_str());
   } else {
     return int32_vector(array, what.c_str());
-  }
-}
-
-void check_output_scale(float scale, std::int64_t zero_point, const Q::QDtype& qdtype,
-                        const std::string& fn) {
-  if (qdtype.bits() != 8) {
-    fail(fn + ": out_qdtype = " + qdtype.name() +
-         " (expected an 8-bit grid: quint8 or qint8, "
-         "possibly with a narrower range)");
-  }
-  if (!std::isfinite(scale) || !(scale > 0.0f)) {
-    fail(fn + ": out_scale = " + text_of(py::float_(scale)) + " (expected a finite scale > 0)");
-  }
-  if (zero_point < qdtype.quant_min() || zero_point > qdtype.quant_max()) {
-    fail(fn + ": out_zero_point = " + std::to_string(zero_point) + " (expected an integer in [" +
-         std::to_string(qdtype.quant_min()) + ", " + std::to_string(qdtype.quant_max()) + "] for " +
-         qdtype.name() + ")");
   }
 }
 
@@ -362,10 +337,10 @@ void bind_stages(py::module_& m) {
          py::handle bias_int32, bool relu) {
         const std::string fn = "gemm_requantize";
         const ActivationInput in = activation_input(a, w, a_scale, a_zero_point, fn);
-        check_output_scale(out_scale, out_zero_point, out_qdtype, fn);
-        if (!bias.is_none() && !bias_int32.is_none()) {
-          fail(fn + ": both bias and bias_int32 are given (expected at most one)");
-        }
+        Q::check_output_qdtype(fn, "out_qdtype", out_qdtype);
+        Q::check_scale(fn, "out_scale", out_scale);
+        Q::check_output_zero_point(fn, "out_zero_point", out_qdtype, out_zero_point);
+        Q::check_one_bias(fn, "bias", "bias_int32", !bias.is_none(), !bias_int32.is_none());
         const std::vector<float> b = channel_vector<float>(bias, w, fn + ": bias");
         const std::vector<std::int32_t> b32 =
             channel_vector<std::int32_t>(bias_int32, w, fn + ": bias_int32");

@@ -1,4 +1,5 @@
-// Bindings of the error metrics: quantization_error, ErrorMetrics, error_metrics(_per_channel).
+// Bindings of the error metrics: quantization_error, ErrorMetrics,
+// error_metrics(_per_channel/_group).
 #include "common.hpp"
 
 namespace lucidq_python {
@@ -94,6 +95,17 @@ dict() returns them as a plain dict.
       },
       py::arg("original"), py::arg("quantized"), py::arg("axis"),
       "error_metrics for every index along `axis` of the original: a list of ErrorMetrics.");
+  m.def(
+      "error_metrics_per_group",
+      [](py::handle original, const Q::QuantizedTensor& quantized) {
+        const FloatInput x =
+            float_input(original, std::nullopt, "error_metrics_per_group: original");
+        py::gil_scoped_release release;
+        return Q::error_metrics_per_group(x.view, quantized);
+      },
+      py::arg("original"), py::arg("quantized"),
+      "error_metrics for every (scale, zero point) slot of quantized's parameters, in their "
+      "order (one per group of a per-group tensor): a list of ErrorMetrics.");
 }
 
 }  // namespace lucidq_python

@@ -468,6 +468,15 @@ def test_error_metrics(rng):
     assert len(per_row) == 3
     for i, row in enumerate(per_row):
         assert row.mse == pytest.approx(np.mean(err[i] ** 2), rel=1e-12)
+    grouped = Q.quantize(x, Q.per_channel_symmetric, Q.qint4, 1, 25)
+    per_group = Q.error_metrics_per_group(x, grouped)
+    assert len(per_group) == 6  # 3 rows of 50: two groups of 25 each, row-major
+    x_hat_grouped = Q.dequantize(grouped)
+    for g, metrics in enumerate(per_group):
+        row, cols = g // 2, slice(25 * (g % 2), 25 * (g % 2) + 25)
+        error = x_hat_grouped[row, cols].astype(np.float64) - x[row, cols]
+        assert metrics.count == 25
+        assert metrics.mse == pytest.approx(np.mean(error**2), rel=1e-12)
     assert Q.error_metrics(x, x).sqnr_db == float("inf")
     zeros = np.zeros(3, np.float32)
     assert Q.error_metrics(zeros, zeros).cosine_similarity == 1.0

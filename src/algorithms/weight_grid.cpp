@@ -34,7 +34,7 @@ QuantizedTensor quantize_rtn(const TensorView& weight, const WeightGrid& grid) {
   const auto w = detail::read_weight(weight, "quantize_rtn weight");
   const TensorView view(w.values, Shape{w.rows, w.cols});
   if (grid.group_size == 0) return quantize(view, grid.qscheme(), grid.qdtype, 0);
-  return quantize_per_group(view, grid.qdtype, grid.qscheme(), 1, grid.group_size);
+  return quantize_per_group(view, grid.qscheme(), grid.qdtype, 1, grid.group_size);
 }
 
 double output_error_proxy(const TensorView& weight, const TensorView& reconstructed,

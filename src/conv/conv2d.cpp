@@ -14,6 +14,7 @@
 #include "lucid/quantization/conv.hpp"
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/runtime.hpp"
+#include "lucid/quantization/stage_checks.hpp"
 
 namespace lucid::quantization {
 namespace {
@@ -262,7 +263,7 @@ void conv2d(const ConvInput& a, const PackedConvWeights& w, const Conv2dOptions&
 
 void conv2d(const ConvInput& a, const PackedConvWeights& w, const Conv2dOptions& options,
             const FloatOutput& c) {
-  igemm::check_scale(what, "a.scale", a.scale);
+  check_scale(what, "a.scale", a.scale);
   convolve<float>(
       a, w, options, c,
       [&](const FloatOutput& tile, const std::vector<float>& scales, const kernels::KernelTable&) {
@@ -272,7 +273,7 @@ void conv2d(const ConvInput& a, const PackedConvWeights& w, const Conv2dOptions&
 
 void conv2d(const ConvInput& a, const PackedConvWeights& w, const Conv2dOptions& options,
             const RequantizedOutput& c) {
-  igemm::check_scale(what, "a.scale", a.scale);
+  check_scale(what, "a.scale", a.scale);
   igemm::check_requantized_stage(what, c, w.out_channels());
   convolve<std::uint8_t>(a, w, options, c,
                          [&](const RequantizedOutput& tile, const std::vector<float>& scales,

@@ -4,6 +4,7 @@
 #include "conv/conv_layout.hpp"
 #include "lucid/quantization/conv.hpp"
 #include "lucid/quantization/error.hpp"
+#include "lucid/quantization/stage_checks.hpp"
 
 namespace lucid::quantization {
 namespace {
@@ -48,10 +49,7 @@ ConvGeometry conv2d_geometry(const ConvInput& a, const PackedConvWeights& w,
   if (a.type != ScalarType::uint8 && a.type != ScalarType::int8) {
     fail("a.type = " + to_string(a.type) + " (expected uint8 or int8)");
   }
-  const std::int32_t low = a.type == ScalarType::int8 ? -128 : 0;
-  if (a.zero_point < low || a.zero_point > low + 255) {
-    fail("a.zero_point = " + std::to_string(a.zero_point) + " is outside " + to_string(a.type));
-  }
+  check_activation_zero_point(what, "a.zero_point", a.type, a.zero_point, "a");
   if (a.batch < 0) fail("a.batch = " + std::to_string(a.batch) + " (expected >= 0)");
   check_at_least_one("a.height", a.height);
   check_at_least_one("a.width", a.width);

@@ -2,8 +2,8 @@
 #include <string>
 
 #include "conv/conv_layout.hpp"
-#include "gemm/output_checks.hpp"
 #include "lucid/quantization/error.hpp"
+#include "lucid/quantization/stage_checks.hpp"
 
 namespace lucid::quantization {
 namespace {
@@ -62,7 +62,7 @@ PackedConvWeights PackedConvWeights::pack(const std::int8_t* w, std::int64_t out
     // (The GEMM paths have pack() check their scales.)
     for (std::size_t s = 0; s < scales.size(); ++s) {
       const std::string name = "scales[" + std::to_string(s) + "]";
-      igemm::check_scale(what, name.c_str(), scales[s]);
+      check_scale(what, name, scales[s]);
     }
     l.depthwise_taps.resize(static_cast<std::size_t>(taps * out_channels));
     for (std::int64_t o = 0; o < out_channels; ++o)

@@ -31,6 +31,43 @@ TensorView engine_input(const TensorView& view, const char* what, std::vector<fl
   return TensorView(storage.data(), ScalarType::float32, view.shape);
 }
 
+// The metrics of `slots` sets of elements, slot_of(flat index, parameter index) naming each
+// element's: every slot's pairs are gathered in element order, then summed as error_metrics
+// sums a tensor (saturation judged with the element's own parameters).
+template <class SlotOf>
+std::vector<ErrorMetrics> metrics_per_slot(const TensorView& original,
+                                           const QuantizedTensor& quantized, std::int64_t slots,
+                                           SlotOf slot_of) {
+  check_same_shape(original.shape, quantized.shape(), "error_metrics");
+  const std::vector<float> x = to_float32(original, "error_metrics: original");
+  const Tensor x_hat = dequantize(quantized);
+  const float* y = x_hat.data_as<float>();
+  const QParams& qp = quantized.qparams();
+  const auto count = static_cast<std::size_t>(slots);
+  std::vector<std::vector<float>> xs(count), ys(count);
+  std::vector<detail::MetricSums> sums(count);
+  detail::ParamLayout::make(original.shape, qp.qscheme, qp.ch_axis, qp.group_size)
+      .for_each([&](std::int64_t flat, std::int64_t param) {
+        const auto f = static_cast<std::size_t>(flat);
+        const auto p = static_cast<std::size_t>(param);
+        const auto c = static_cast<std::size_t>(slot_of(flat, param));
+        xs[c].push_back(x[f]);
+        ys[c].push_back(y[f]);
+        if (std::isfinite(x[f]) &&
+            detail::saturates(x[f], qp.scale[p], qp.zero_point[p], qp.qdtype))
+          ++sums[c].saturated;
+      });
+  const kernels::KernelTable& kt = kernels::active();
+  std::vector<ErrorMetrics> out;
+  out.reserve(count);
+  for (std::size_t c = 0; c < count; ++c) {
+    detail::add_pairs(kt, xs[c].data(), ys[c].data(), static_cast<std::int64_t>(xs[c].size()),
+                      sums[c]);
+    out.push_back(sums[c].finish());
+  }
+  return out;
+}
+
 }  // namespace
 
 double quantization_error(const TensorView& original, const TensorView& dequantized) {
@@ -54,39 +91,21 @@ ErrorMetrics error_metrics(const TensorView& original, const QuantizedTensor& qu
 
 std::vector<ErrorMetrics> error_metrics_per_channel(const TensorView& original,
                                                     const QuantizedTensor& quantized, int axis) {
-  const auto channels_layout =
+  const auto channels =
       detail::ParamLayout::make(original.shape, QScheme::PER_CHANNEL_AFFINE,
                                 normalize_axis(axis, original.shape.size(), "axis"), 0);
-  check_same_shape(original.shape, quantized.shape(), "error_metrics");
-  const std::vector<float> x = to_float32(original, "error_metrics: original");
-  const Tensor x_hat = dequantize(quantized);
-  const float* y = x_hat.data_as<float>();
+  return metrics_per_slot(original, quantized, channels.dim, [&](std::int64_t flat, std::int64_t) {
+    return (flat / channels.inner) % channels.dim;
+  });
+}
+
+std::vector<ErrorMetrics> error_metrics_per_group(const TensorView& original,
+                                                  const QuantizedTensor& quantized) {
   const QParams& qp = quantized.qparams();
-  // Each channel's pairs gathered in element order, then summed as error_metrics sums a tensor.
-  const auto channels = static_cast<std::size_t>(channels_layout.dim);
-  std::vector<std::vector<float>> xs(channels), ys(channels);
-  std::vector<detail::MetricSums> sums(channels);
-  detail::ParamLayout::make(original.shape, qp.qscheme, qp.ch_axis, qp.group_size)
-      .for_each([&](std::int64_t flat, std::int64_t param) {
-        const auto f = static_cast<std::size_t>(flat);
-        const auto p = static_cast<std::size_t>(param);
-        const auto c =
-            static_cast<std::size_t>((flat / channels_layout.inner) % channels_layout.dim);
-        xs[c].push_back(x[f]);
-        ys[c].push_back(y[f]);
-        if (std::isfinite(x[f]) &&
-            detail::saturates(x[f], qp.scale[p], qp.zero_point[p], qp.qdtype))
-          ++sums[c].saturated;
-      });
-  const kernels::KernelTable& kt = kernels::active();
-  std::vector<ErrorMetrics> out;
-  out.reserve(channels);
-  for (std::size_t c = 0; c < channels; ++c) {
-    detail::add_pairs(kt, xs[c].data(), ys[c].data(), static_cast<std::int64_t>(xs[c].size()),
-                      sums[c]);
-    out.push_back(sums[c].finish());
-  }
-  return out;
+  const auto params =
+      detail::ParamLayout::make(quantized.shape(), qp.qscheme, qp.ch_axis, qp.group_size);
+  return metrics_per_slot(original, quantized, params.slots(),
+                          [](std::int64_t, std::int64_t param) { return param; });
 }
 
 }  // namespace lucid::quantization

@@ -223,7 +223,7 @@ void quantize_into(const TensorView& x, const QParams& qparams, std::span<std::u
 QuantizedTensor quantize(const TensorView& x, QScheme qscheme, QDtype qdtype, int ch_axis,
                          std::int64_t group_size) {
   if (group_size > 0 && is_per_channel(qscheme) && detail::is_kernel_input(x.type)) {
-    return quantize_per_group(x, qdtype, qscheme, ch_axis, group_size);
+    return quantize_per_group(x, qscheme, qdtype, ch_axis, group_size);
   }
   return quantize(x, choose_qparams(x, qscheme, qdtype, ch_axis, group_size));
 }

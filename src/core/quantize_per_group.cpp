@@ -195,7 +195,7 @@ struct FusedJob {
 
 }  // namespace
 
-QuantizedTensor quantize_per_group(const TensorView& x, QDtype qdtype, QScheme qscheme, int ch_axis,
+QuantizedTensor quantize_per_group(const TensorView& x, QScheme qscheme, QDtype qdtype, int ch_axis,
                                    std::int64_t group_size, float eps) {
   using namespace detail;
   const char* what = "quantize_per_group";

@@ -4,6 +4,7 @@ target_sources(lucidq PRIVATE
   gemm/driver.cpp
   gemm/output_stage.cpp
   gemm/output_checks.cpp
+  gemm/stage_checks.cpp
   gemm/gemm.cpp
   gemm/dynamic.cpp
   kernels/reference/gemm.cpp

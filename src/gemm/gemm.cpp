@@ -9,6 +9,7 @@
 #include "gemm/output_stage.hpp"
 #include "kernels/dispatch.hpp"
 #include "lucid/quantization/error.hpp"
+#include "lucid/quantization/stage_checks.hpp"
 
 namespace lucid::quantization {
 namespace {
@@ -45,13 +46,8 @@ igemm::ActivationRows check_activations(const ActivationMatrix& a, const PackedW
     throw Error(std::string(what) + ": a.row_stride = " + std::to_string(a.row_stride) +
                 " (expected >= K = " + std::to_string(k) + ")");
   }
+  check_activation_zero_point(what, "a.zero_point", a.type, a.zero_point, "a");
   const bool flip = a.type == ScalarType::int8;
-  const std::int32_t low = flip ? -128 : 0;
-  if (a.zero_point < low || a.zero_point > low + 255) {
-    throw Error(std::string(what) + ": a.zero_point = " + std::to_string(a.zero_point) +
-                " is outside " + to_string(a.type) + " [" + std::to_string(low) + ", " +
-                std::to_string(low + 255) + "]");
-  }
   zero_point = a.zero_point + (flip ? 128 : 0);
   igemm::ActivationRows rows;
   rows.data = static_cast<const std::uint8_t*>(a.data);
@@ -74,7 +70,7 @@ void gemm(const ActivationMatrix& a, const PackedWeightsInt8& w, const Int32Outp
 void gemm(const ActivationMatrix& a, const PackedWeightsInt8& w, const FloatOutput& c) {
   std::int32_t zero_point = 0;
   const igemm::ActivationRows rows = check_activations(a, w, zero_point);
-  igemm::check_scale(what, "a.scale", a.scale);
+  check_scale(what, "a.scale", a.scale);
   check_output(c.data, c.row_stride, w.rows(), a.rows);
   igemm::run_gemm(rows, w.layout(), kernels::active().gemm,
                   igemm::FloatStage(c, &a.scale, false, w.scales().data()));
@@ -83,7 +79,7 @@ void gemm(const ActivationMatrix& a, const PackedWeightsInt8& w, const FloatOutp
 void gemm(const ActivationMatrix& a, const PackedWeightsInt8& w, const RequantizedOutput& c) {
   std::int32_t zero_point = 0;
   const igemm::ActivationRows rows = check_activations(a, w, zero_point);
-  igemm::check_scale(what, "a.scale", a.scale);
+  check_scale(what, "a.scale", a.scale);
   check_output(c.data, c.row_stride, w.rows(), a.rows);
   igemm::check_requantized_stage(what, c, w.rows());
   const kernels::KernelTable& kt = kernels::active();

@@ -1,4 +1,4 @@
-// Internal: the argument checks gemm() and conv2d() share for scales and output stages.
+// Internal: the requantized-stage check gemm() and conv2d() share (stage_checks.hpp's, composed).
 #pragma once
 
 #include <cstdint>
@@ -6,9 +6,6 @@
 #include "lucid/quantization/gemm.hpp"
 
 namespace lucid::quantization::igemm {
-
-/// Throws Error "<what>: <name> = <scale> (expected a finite value > 0)" unless finite and > 0.
-void check_scale(const char* what, const char* name, float scale);
 
 /// Checks a requantized output stage for n output channels: c.scale, an 8-bit c.qdtype,
 /// c.zero_point inside it, at most one bias, and finite float bias values.

@@ -7,6 +7,7 @@
 #include "gemm/packed_layout.hpp"
 #include "kernels/dispatch.hpp"
 #include "lucid/quantization/error.hpp"
+#include "lucid/quantization/stage_checks.hpp"
 
 namespace lucid::quantization {
 namespace {
@@ -27,13 +28,6 @@ void check_shape(const char* what, const void* w, std::int64_t n, std::int64_t k
   if (row_stride < k) {
     throw Error(name + ": row_stride = " + std::to_string(row_stride) +
                 " (expected >= k = " + std::to_string(k) + ")");
-  }
-}
-
-void check_scale(const char* what, std::size_t index, float scale) {
-  if (!(std::isfinite(scale) && scale > 0.0f)) {
-    throw Error(std::string(what) + ": scales[" + std::to_string(index) +
-                "] = " + std::to_string(scale) + " (expected a finite value > 0)");
   }
 }
 
@@ -77,7 +71,7 @@ PackedWeightsInt8 PackedWeightsInt8::pack(const std::int8_t* w, std::int64_t n, 
                 " scales (expected 1 or n = " + std::to_string(n) + ")");
   }
   for (std::size_t i = 0; i < scales.size(); ++i)
-    check_scale("PackedWeightsInt8::pack", i, scales[i]);
+    check_scale("PackedWeightsInt8::pack", "scales[" + std::to_string(i) + "]", scales[i]);
   const bool per_channel = scales.size() != 1;
   std::vector<float> all(static_cast<std::size_t>(n), scales[0]);
   if (per_channel) all.assign(scales.begin(), scales.end());
@@ -115,7 +109,7 @@ PackedWeightsInt8 PackedWeightsInt8::from_quantized(const QuantizedTensor& weigh
   const auto* codes = reinterpret_cast<const std::int8_t*>(weight.storage().data());
   check_shape(what.c_str(), codes, n, k, k);
   for (std::size_t i = 0; i < qp.scale.size(); ++i)
-    check_scale(what.c_str(), i, qp.scale[i]);
+    check_scale(what, "scales[" + std::to_string(i) + "]", qp.scale[i]);
   std::vector<float> scales(static_cast<std::size_t>(n), qp.scale[0]);
   if (per_channel) scales = qp.scale;
   PackedWeightsInt8 packed;

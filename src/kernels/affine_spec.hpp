@@ -30,7 +30,7 @@ inline float load_element(const void* x, std::int64_t k) {
 /// 1.5 · 2^52: for |x| <= 2^51, (x + shift) − shift is x rounded to an integer in the default
 /// rounding mode (ties to even), as the sum has no fraction bits left. Not folded by the
 /// compiler (the project never builds with -ffast-math).
-inline constexpr double round_half_even_shift = 6755399441055744.0;
+constexpr double round_half_even_shift = 6755399441055744.0;
 
 /// nearbyint(x) for |x| <= 2^51, in two additions (see round_half_even_shift).
 inline double round_half_even(double x) {

@@ -14,8 +14,8 @@
 namespace lucid::quantization::igemm {
 
 /// Output channels per weight panel, and k values per packed group.
-inline constexpr std::int64_t panel_width = 16;
-inline constexpr std::int64_t group_depth = 4;
+constexpr std::int64_t panel_width = 16;
+constexpr std::int64_t group_depth = 4;
 
 /// One kernel call: rows × (panel_count · 16) accumulators.
 struct GemmBlock {

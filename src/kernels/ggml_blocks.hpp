@@ -13,8 +13,8 @@
 
 namespace lucid::quantization::kernels {
 
-inline constexpr int ggml_block_32 = 32;      // values per legacy / IQ4_NL block
-inline constexpr int ggml_super_block = 256;  // QK_K: values per K-quant super-block
+constexpr int ggml_block_32 = 32;      // values per legacy / IQ4_NL block
+constexpr int ggml_super_block = 256;  // QK_K: values per K-quant super-block
 
 struct BlockQ8_0 {
   std::uint16_t d;  // fp16 scale
@@ -83,7 +83,7 @@ static_assert(sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210);
 static_assert(alignof(BlockQ8_0) == 2 && alignof(BlockQ6_K) == 2);
 
 /// The IQ4_NL codebook (ggml's kvalues_iq4nl).
-inline constexpr std::int8_t iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+constexpr std::int8_t iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                                  1,    13,   25,  38,  53,  69,  89,  113};
 
 /// The block types that have kernels, the index of the kernel arrays.
@@ -102,7 +102,7 @@ enum class GgmlKernel : std::uint8_t {
   f16,
   bf16,
 };
-inline constexpr int ggml_kernel_count = 13;
+constexpr int ggml_kernel_count = 13;
 
 // Quantizes one row of `n` floats (a multiple of the block size, finite) into n / block blocks.
 // `imatrix` (nullable) holds n importance weights; ggml's imatrix algorithm runs when it is given.

@@ -22,17 +22,17 @@ namespace lucid::quantization::kernels {
 
 /// Floating-point input element types, the first index of the kernel arrays.
 enum class FloatType : std::uint8_t { f32, f16, bf16 };
-inline constexpr int float_type_count = 3;
+constexpr int float_type_count = 3;
 
 /// Width of the codes a quantize kernel writes, truncating the code to its
 /// low bits (two's complement): b8 serves int8, uint8 and (via an int8
 /// scratch + pack) the packed 4- and 2-bit storages.
 enum class CodeWidth : std::uint8_t { b8, b16, b32 };
-inline constexpr int code_width_count = 3;
+constexpr int code_width_count = 3;
 
 /// Stored code types a dequantize kernel reads.
 enum class CodeType : std::uint8_t { i8, u8, i16, u16, i32 };
-inline constexpr int code_type_count = 5;
+constexpr int code_type_count = 5;
 
 /// One (scale, zero point) pair, with the reciprocal quantize multiplies by.
 struct Affine {

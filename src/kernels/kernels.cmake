@@ -50,3 +50,27 @@ if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
     COMPILE_OPTIONS "-mavx2;-fno-trapping-math")
   target_compile_definitions(lucidq PRIVATE LUCIDQ_X86_KERNELS)
 endif()
+
+# lucidq_isolate_isa_sources(TARGET): every source of TARGET whose COMPILE_OPTIONS carry an ISA
+# flag (-m...) is compiled with -fno-weak, so each inline function and template it instantiates
+# (its own helpers, the contracts' inline members, std::min, std::fabs, ...) stays local to it.
+# Otherwise, at -O0 above all, such a function is emitted as a weak symbol in both ISA and
+# baseline objects and the linker keeps one copy for every caller: an AVX-512 copy called from
+# reference code is an illegal instruction on an AVX2 CPU. Called once, after every file has its
+# flags; the ISA sources are recorded in the target property LUCIDQ_ISA_SOURCES for the check
+# that proves it (tests/isa_symbols/check_isa_symbols.cmake). Clang has no -fno-weak: under
+# clang the check reports what stays weak.
+function(lucidq_isolate_isa_sources target)
+  get_target_property(sources ${target} SOURCES)
+  set(isa_sources "")
+  foreach(source IN LISTS sources)
+    get_source_file_property(options ${source} COMPILE_OPTIONS)
+    if(options MATCHES "(^|;)-m")
+      list(APPEND isa_sources ${source})
+      if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+        set_property(SOURCE ${source} APPEND PROPERTY COMPILE_OPTIONS -fno-weak)
+      endif()
+    endif()
+  endforeach()
+  set_property(TARGET ${target} PROPERTY LUCIDQ_ISA_SOURCES "${isa_sources}")
+endfunction()

@@ -12,7 +12,7 @@ namespace lucid::quantization::kernels {
 
 /// Inputs with fewer elements per thread than this stay on fewer threads
 /// (128 KiB of float32: below it, waking a thread costs more than it saves).
-inline constexpr std::int64_t min_elements_per_thread = 32768;
+constexpr std::int64_t min_elements_per_thread = 32768;
 
 /// How many threads to use for `n` elements: num_threads(), fewer when each
 /// would get less than `grain` elements, at least 1.

@@ -114,7 +114,7 @@ void weight_only_u8_16c__reference(const Int8Args& args, std::int64_t panel_begi
                                    std::int64_t panel_end);
 #if defined(LUCIDQ_X86_KERNELS)
 /// Panels per tile of weight_only_u8_tiles_48c__avx512_vnni (threads split on multiples of it).
-inline constexpr std::int64_t u8_tiles_block_panels = 3;
+constexpr std::int64_t u8_tiles_block_panels = 3;
 /// AVX-512 VNNI (vpdpbusd) variant for int8 codes and many rows (codes decoded once per
 /// 48-channel tile into Int8Args::scratch: scratch_panels = u8_tiles_block_panels); 8-bit
 /// weights only.
@@ -126,7 +126,7 @@ void weight_only_u8_16c__avx2(const Int8Args& args, std::int64_t panel_begin,
                               std::int64_t panel_end);
 /// Panels per block of weight_only_u8_regs_64c__avx512_vnni (threads split the panels on multiples
 /// of it).
-inline constexpr std::int64_t u8_regs_block_panels = 4;
+constexpr std::int64_t u8_regs_block_panels = 4;
 /// AVX-512 VNNI variant with the codes decoded in registers (any M, int4 or int8; the driver
 /// uses it for int4 and for int8 up to 64 rows): the same results as the reference.
 void weight_only_u8_regs_64c__avx512_vnni(const Int8Args& args, std::int64_t panel_begin,

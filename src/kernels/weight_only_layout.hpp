@@ -30,9 +30,9 @@
 namespace lucid::quantization::weight_only {
 
 /// Output channels per panel (one AVX-512 register of float32 accumulators).
-inline constexpr std::int64_t panel_width = 16;
+constexpr std::int64_t panel_width = 16;
 /// Codes along K are padded to a multiple of this (one int4 block).
-inline constexpr std::int64_t k_step = 8;
+constexpr std::int64_t k_step = 8;
 
 /// 16 channels × 8 consecutive k of int4: dword c holds channel c's codes, code
 /// k0 + t in bits [4t, 4t + 4) (low bits first).

@@ -23,10 +23,10 @@ FloatBatch::FloatBatch(const TensorView& x, std::string_view who) : shape_(x.sha
   data_ = owned_.data();
 }
 
-FiniteStats finite_stats(const float* v, std::int64_t n) {
+FiniteStats finite_stats(const kernels::KernelTable& kt, const float* v, std::int64_t n) {
   FiniteStats stats;
-  stats.nonfinite = kernels::active().minmax[static_cast<int>(kernels::FloatType::f32)](
-      v, n, &stats.min, &stats.max);
+  stats.nonfinite =
+      kt.minmax[static_cast<int>(kernels::FloatType::f32)](v, n, &stats.min, &stats.max);
   stats.finite = n - stats.nonfinite;
   return stats;
 }

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kernels/kernel_table.hpp"
 #include "lucid/quantization/tensor.hpp"
 
 namespace lucid::quantization::detail {
@@ -39,8 +40,8 @@ struct FiniteStats {
   std::int64_t nonfinite = 0;
 };
 
-/// FiniteStats of v[0, n), with the active kernel tier's min / max kernel.
-FiniteStats finite_stats(const float* v, std::int64_t n);
+/// FiniteStats of v[0, n), with the min / max kernel of `kt` (the caller's kernels::active()).
+FiniteStats finite_stats(const kernels::KernelTable& kt, const float* v, std::int64_t n);
 
 /// A tensor seen as [outer, channels, inner] around its channel axis.
 struct ChannelLayout {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/dispatch.hpp"
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/observer_calibrators.hpp"
 #include "observers/batch.hpp"
@@ -48,18 +49,20 @@ void HistogramCalibrator::observe(const TensorView& x) {
     max_.assign(histograms_.size(), -INFINITY);
   }
   const std::int64_t per_slot = batch.size() / channels;
+  const kernels::KernelTable& kt = kernels::active();
   for (std::size_t c = 0; c < histograms_.size(); ++c) {
     const float* run = data + static_cast<std::int64_t>(c) * per_slot;
-    const detail::FiniteStats stats = detail::finite_stats(run, per_slot);
+    const detail::FiniteStats stats = detail::finite_stats(kt, run, per_slot);
     nonfinite_count_ += stats.nonfinite;
     if (stats.finite == 0) continue;
     count_ += stats.finite;
     min_[c] = std::min(min_[c], stats.min);
     max_[c] = std::max(max_[c], stats.max);
     if (absolute_) {
-      histograms_[c].add(run, per_slot, stats.finite, 0.0f, std::max(-stats.min, stats.max), true);
+      histograms_[c].add(kt, run, per_slot, stats.finite, 0.0f, std::max(-stats.min, stats.max),
+                         true);
     } else {
-      histograms_[c].add(run, per_slot, stats.finite, stats.min, stats.max, false);
+      histograms_[c].add(kt, run, per_slot, stats.finite, stats.min, stats.max, false);
     }
   }
 }

@@ -5,7 +5,6 @@
 #include <array>
 #include <cfloat>
 
-#include "kernels/dispatch.hpp"
 #include "lucid/quantization/error.hpp"
 #include "observers/bin_counter.hpp"
 
@@ -68,8 +67,8 @@ void DyadicHistogram::regrid(float new_min, float new_max) {
   gridded_ = true;
 }
 
-void DyadicHistogram::add(const float* v, std::int64_t n, std::int64_t finite, float lo, float hi,
-                          bool absolute) {
+void DyadicHistogram::add(const kernels::KernelTable& kt, const float* v, std::int64_t n,
+                          std::int64_t finite, float lo, float hi, bool absolute) {
   const float new_min = std::min(min_, lo);
   const float new_max = std::max(max_, hi);
   regrid(new_min, new_max);
@@ -78,7 +77,7 @@ void DyadicHistogram::add(const float* v, std::int64_t n, std::int64_t finite, f
   const auto skip = static_cast<std::int32_t>(bins_);
   const double scale = std::ldexp(1.0, -level_);
   const auto base = static_cast<double>(gridded_ ? base_ : 0);
-  const kernels::GridIndicesFn grid_indices = kernels::active().grid_indices;
+  const kernels::GridIndicesFn grid_indices = kt.grid_indices;
   BinCounter counter(bins_);
   std::array<std::int32_t, kIndexChunk> idx;
   for (std::int64_t start = 0; start < n; start += kIndexChunk) {

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kernels/kernel_table.hpp"
 #include "observers/state.hpp"
 
 namespace lucid::quantization::detail {
@@ -30,8 +31,9 @@ class DyadicHistogram {
 
   /// Adds the finite values of v[0, n) (of |v| when `absolute`): `finite` of
   /// them (at least one), all inside [lo, hi] (for `absolute` pass lo = 0: the
-  /// grid then starts at 0).
-  void add(const float* v, std::int64_t n, std::int64_t finite, float lo, float hi, bool absolute);
+  /// grid then starts at 0), binned by `kt`'s grid_indices kernel.
+  void add(const kernels::KernelTable& kt, const float* v, std::int64_t n, std::int64_t finite,
+           float lo, float hi, bool absolute);
   /// Adds other's counts (same bins); the result equals adding other's values.
   void merge(const DyadicHistogram& other);
 

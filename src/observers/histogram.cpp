@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/dispatch.hpp"
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/observer_histogram.hpp"
 #include "observers/batch.hpp"
@@ -74,18 +75,19 @@ HistogramObserver::~HistogramObserver() = default;
 
 void HistogramObserver::observe(const TensorView& x) {
   const detail::FloatBatch batch(x, name());
-  const detail::FiniteStats stats = detail::finite_stats(batch.data(), batch.size());
+  const kernels::KernelTable& kt = kernels::active();
+  const detail::FiniteStats stats = detail::finite_stats(kt, batch.data(), batch.size());
   nonfinite_count_ += stats.nonfinite;
   if (stats.finite == 0) return;
   count_ += stats.finite;
   if (options_.binning == HistogramBinning::pytorch) {
     detail::TorchHistogram& h = state_->torch;
-    h.observe(batch.data(), batch.size(), stats.min, stats.max);
+    h.observe(kt, batch.data(), batch.size(), stats.min, stats.max);
     min_ = {h.min_val};
     max_ = {h.max_val};
   } else {
     detail::DyadicHistogram& h = state_->dyadic;
-    h.add(batch.data(), batch.size(), stats.finite, stats.min, stats.max, /*absolute=*/false);
+    h.add(kt, batch.data(), batch.size(), stats.finite, stats.min, stats.max, /*absolute=*/false);
     min_ = {h.min()};
     max_ = {h.max()};
   }
@@ -126,7 +128,8 @@ ClipRange HistogramObserver::clipping_range() const {
       std::ldexp(1.0, qdtype_.bits());  // PyTorch's dst_nbins: 2^bits, whatever the range
   if (options_.binning == HistogramBinning::pytorch) {
     const detail::TorchHistogram& h = state_->torch;
-    const auto [lo, hi] = detail::l2_param_search(h.hist, h.min_val, h.max_val, levels);
+    const auto [lo, hi] =
+        detail::l2_param_search(kernels::active(), h.hist, h.min_val, h.max_val, levels);
     return {{lo}, {hi}};
   }
   const detail::DyadicHistogram& h = state_->dyadic;
@@ -134,8 +137,9 @@ ClipRange HistogramObserver::clipping_range() const {
   if (occupied.width == 0.0) return {{h.min()}, {h.max()}};
   const std::vector<float> counts(occupied.counts.begin(), occupied.counts.end());
   const auto span = static_cast<double>(occupied.counts.size()) * occupied.width;
-  const auto [lo, hi] = detail::l2_param_search(counts, static_cast<float>(occupied.lo),
-                                                static_cast<float>(occupied.lo + span), levels);
+  const auto [lo, hi] =
+      detail::l2_param_search(kernels::active(), counts, static_cast<float>(occupied.lo),
+                              static_cast<float>(occupied.lo + span), levels);
   return {{std::clamp(lo, h.min(), h.max())}, {std::clamp(hi, h.min(), h.max())}};
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "kernels/dispatch.hpp"
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/observer_minmax.hpp"
 #include "observers/batch.hpp"
@@ -84,7 +85,8 @@ MinMaxObserver::MinMaxObserver(std::string_view name, const QuantGrid& grid)
 
 void MinMaxObserver::observe(const TensorView& x) {
   const detail::FloatBatch batch(x, name());
-  const detail::FiniteStats stats = detail::finite_stats(batch.data(), batch.size());
+  const detail::FiniteStats stats =
+      detail::finite_stats(kernels::active(), batch.data(), batch.size());
   nonfinite_count_ += stats.nonfinite;
   if (stats.finite == 0) return;
   count_ += stats.finite;
@@ -149,7 +151,8 @@ MovingAverageMinMaxObserver::MovingAverageMinMaxObserver(const QuantGrid& grid,
 
 void MovingAverageMinMaxObserver::observe(const TensorView& x) {
   const detail::FloatBatch batch(x, name());
-  const detail::FiniteStats stats = detail::finite_stats(batch.data(), batch.size());
+  const detail::FiniteStats stats =
+      detail::finite_stats(kernels::active(), batch.data(), batch.size());
   nonfinite_count_ += stats.nonfinite;
   if (stats.finite == 0) return;
   count_ += stats.finite;

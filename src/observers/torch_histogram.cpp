@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/dispatch.hpp"
+#include "kernels/histogram.hpp"
 #include "observers/bin_counter.hpp"
 
 namespace lucid::quantization::detail {
@@ -88,8 +88,9 @@ float torch_sum(std::span<const float> values) {
 
 // ------------------------------------------------------------------ histc
 
-std::vector<float> torch_histc(const float* x, std::int64_t n, std::int64_t bins, double lo,
-                               double hi, float data_min, float data_max) {
+std::vector<float> torch_histc(const kernels::KernelTable& kt, const float* x, std::int64_t n,
+                               std::int64_t bins, double lo, double hi, float data_min,
+                               float data_max) {
   if (lo == hi) {  // histc_select_outer_bin_edges
     lo = data_min;
     hi = data_max;
@@ -101,7 +102,7 @@ std::vector<float> torch_histc(const float* x, std::int64_t n, std::int64_t bins
   const auto left = static_cast<float>(lo);  // linspace end points, float32
   const auto right = static_cast<float>(hi);
   const auto skip = static_cast<std::int32_t>(bins);
-  const kernels::HistcIndicesFn histc_indices = kernels::active().histc_indices;
+  const kernels::HistcIndicesFn histc_indices = kt.histc_indices;
   BinCounter counter(bins);
   std::array<std::int32_t, kIndexChunk> idx;
   for (std::int64_t start = 0; start < n; start += kIndexChunk) {
@@ -213,20 +214,21 @@ void rebin_into(std::vector<float>& target, double grid_min, double grid_max,
 
 }  // namespace
 
-void TorchHistogram::observe(const float* x, std::int64_t n, float batch_min, float batch_max) {
+void TorchHistogram::observe(const kernels::KernelTable& kt, const float* x, std::int64_t n,
+                             float batch_min, float batch_max) {
   const bool uninitialized = empty();
   const bool same_values = min_val == max_val;
   if (uninitialized || same_values) {
     min_val = batch_min;
     max_val = batch_max;
-    hist = torch_histc(x, n, bins, std::trunc(static_cast<double>(batch_min)),
+    hist = torch_histc(kt, x, n, bins, std::trunc(static_cast<double>(batch_min)),
                        std::trunc(static_cast<double>(batch_max)), batch_min, batch_max);
     return;
   }
   Adjusted a = adjust_min_max(*this, std::min(batch_min, min_val), std::max(batch_max, max_val));
   if (!a.valid) a.max = std::max(batch_max, max_val);  // outside PyTorch's domain: re-bin linearly
   std::vector<float> combined =
-      torch_histc(x, n, bins, std::trunc(static_cast<double>(a.min)),
+      torch_histc(kt, x, n, bins, std::trunc(static_cast<double>(a.min)),
                   std::trunc(static_cast<double>(a.max)), batch_min, batch_max);
   if (!a.valid) {
     rebin_into(combined, a.min, a.max, *this);
@@ -292,8 +294,8 @@ namespace {
 
 // _compute_quantization_error: the L2 norm of quantizing bins [start, end] onto dst_nbins levels,
 // in torch's mix of double (Python floats) and float32 (tensors).
-double quantization_error(std::span<const float> hist, float min_val, float max_val,
-                          std::int64_t start, std::int64_t end, double dst_nbins,
+double quantization_error(kernels::L2NormsFn l2_norms, std::span<const float> hist, float min_val,
+                          float max_val, std::int64_t start, std::int64_t end, double dst_nbins,
                           std::vector<float>& norms) {
   const auto bins = static_cast<std::int64_t>(hist.size());
   const double bin_width =
@@ -307,8 +309,7 @@ double quantization_error(std::span<const float> hist, float min_val, float max_
   const auto last_dst = static_cast<float>(dst_nbins - 1);
   // |src_begin|, |src_end| <= (bins + 1) * bw; with quotients that large only libm's fmod is exact.
   if (static_cast<double>(bins + 1) * bw < 0x1p27 * static_cast<double>(dbw)) {
-    kernels::active().l2_norms(hist.data(), bins, start, bw, dbw, half, neg_half, last_dst,
-                               norms.data());
+    l2_norms(hist.data(), bins, start, bw, dbw, half, neg_half, last_dst, norms.data());
   } else {
     kernels::l2_norms_libm_fmod(hist.data(), bins, start, bw, dbw, half, neg_half, last_dst,
                                 norms.data());
@@ -318,8 +319,8 @@ double quantization_error(std::span<const float> hist, float min_val, float max_
 
 }  // namespace
 
-std::pair<float, float> l2_param_search(std::span<const float> hist, float min_val, float max_val,
-                                        double dst_nbins) {
+std::pair<float, float> l2_param_search(const kernels::KernelTable& kt, std::span<const float> hist,
+                                        float min_val, float max_val, double dst_nbins) {
   const auto bins = static_cast<std::int64_t>(hist.size());
   const float bin_width = (max_val - min_val) / static_cast<float>(bins);
   if (!std::isfinite(bin_width)) return {min_val, max_val};  // a range beyond float32: NaN in torch
@@ -359,8 +360,8 @@ std::pair<float, float> l2_param_search(std::span<const float> hist, float min_v
       beta = next_beta;
     }
     if (next_start_bin == start_bin && next_end_bin == end_bin) continue;
-    const double norm =
-        quantization_error(hist, min_val, max_val, next_start_bin, next_end_bin, dst_nbins, norms);
+    const double norm = quantization_error(kt.l2_norms, hist, min_val, max_val, next_start_bin,
+                                           next_end_bin, dst_nbins, norms);
     if (norm > norm_min) break;
     norm_min = norm;
     start_bin = next_start_bin;

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/kernel_table.hpp"
+
 namespace lucid::quantization::detail {
 
 /// at::sum of a contiguous float32 array as PyTorch 1.13 computes it on an
@@ -28,8 +30,9 @@ struct TorchHistogram {
   /// [batch_min, batch_max] (at least one finite value); non-finite values
   /// are skipped. First batch (or a histogram of one value): histc over
   /// [trunc(min), trunc(max)]; later batches: _adjust_min_max, histc over the
-  /// truncated combined range, _combine_histograms of the old counts.
-  void observe(const float* x, std::int64_t n, float batch_min, float batch_max);
+  /// truncated combined range, _combine_histograms of the old counts. Bins with `kt`.
+  void observe(const kernels::KernelTable& kt, const float* x, std::int64_t n, float batch_min,
+               float batch_max);
 
   /// Folds `other` (same bins) in: the combined grid is the one observe()
   /// would pick for other's range, this histogram is re-binned as PyTorch does,
@@ -39,13 +42,14 @@ struct TorchHistogram {
 
 /// torch.histc(x, bins, min=lo, max=hi) as float32 counts, with torch's rule
 /// that lo == hi means the data's own [data_min, data_max] (then +-1 if equal).
-std::vector<float> torch_histc(const float* x, std::int64_t n, std::int64_t bins, double lo,
-                               double hi, float data_min, float data_max);
+std::vector<float> torch_histc(const kernels::KernelTable& kt, const float* x, std::int64_t n,
+                               std::int64_t bins, double lo, double hi, float data_min,
+                               float data_max);
 
 /// _non_linear_param_search: the [new_min, new_max] (float32, as PyTorch) that
 /// the greedy L2-norm search picks on `hist` over [min_val, max_val] for
-/// `dst_nbins` quantization levels (2^bits of the dtype).
-std::pair<float, float> l2_param_search(std::span<const float> hist, float min_val, float max_val,
-                                        double dst_nbins);
+/// `dst_nbins` quantization levels (2^bits of the dtype), with `kt`'s L2-norm kernel.
+std::pair<float, float> l2_param_search(const kernels::KernelTable& kt, std::span<const float> hist,
+                                        float min_val, float max_val, double dst_nbins);
 
 }  // namespace lucid::quantization::detail

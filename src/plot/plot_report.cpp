@@ -13,7 +13,6 @@
 #include "plot/bars.hpp"
 #include "plot/figure.hpp"
 #include "plot/histogram.hpp"
-#include "support/param_layout.hpp"
 
 namespace lucid::quantization {
 namespace {
@@ -39,45 +38,10 @@ std::string min_max(const std::vector<double>& values) {
   return "min " + report::format_number(lo) + kDot + "max " + report::format_number(hi);
 }
 
-// MSE or SQNR per parameter slot (per group), as error_metrics computes them per tensor.
-std::vector<double> per_group_error(const TensorView& original, const QuantizedTensor& quantized,
-                                    const std::vector<float>& x, ChannelMetric metric) {
-  const QParams& qp = quantized.qparams();
-  const Tensor x_hat = dequantize(quantized);
-  const float* y = x_hat.data_as<float>();
-  const auto layout =
-      detail::ParamLayout::make(original.shape, qp.qscheme, qp.ch_axis, qp.group_size);
-  const auto slots = static_cast<std::size_t>(layout.slots());
-  std::vector<double> sum_sq_error(slots);
-  std::vector<double> sum_sq_signal(slots);
-  std::vector<std::int64_t> count(slots);
-  layout.for_each([&](std::int64_t flat, std::int64_t slot) {
-    const auto f = static_cast<std::size_t>(flat);
-    const auto s = static_cast<std::size_t>(slot);
-    if (!std::isfinite(x[f])) return;
-    const double e = static_cast<double>(y[f]) - x[f];
-    sum_sq_error[s] += e * e;
-    sum_sq_signal[s] += static_cast<double>(x[f]) * x[f];
-    ++count[s];
-  });
-  std::vector<double> out(slots, std::numeric_limits<double>::quiet_NaN());
-  for (std::size_t s = 0; s < slots; ++s) {
-    if (count[s] == 0) continue;
-    if (metric == ChannelMetric::mse) {
-      out[s] = sum_sq_error[s] / static_cast<double>(count[s]);
-    } else {
-      out[s] = sum_sq_error[s] == 0 ? std::numeric_limits<double>::infinity()
-                                    : 10 * std::log10(sum_sq_signal[s] / sum_sq_error[s]);
-    }
-  }
-  return out;
-}
-
-std::vector<double> per_channel_error(const TensorView& original, const QuantizedTensor& quantized,
-                                      ChannelMetric metric) {
+// The chosen figure of each entry; NaN for one without finite values.
+std::vector<double> chosen_metric(const std::vector<ErrorMetrics>& metrics, ChannelMetric metric) {
   std::vector<double> out;
-  for (const ErrorMetrics& m :
-       error_metrics_per_channel(original, quantized, quantized.qparams().ch_axis)) {
+  for (const ErrorMetrics& m : metrics) {
     out.push_back(m.count == 0                   ? std::numeric_limits<double>::quiet_NaN()
                   : metric == ChannelMetric::mse ? m.mse
                                                  : m.sqnr_db);
@@ -161,9 +125,10 @@ void plot_tensor_report(const TensorView& original, const QuantizedTensor& quant
     bars.push_back({std::string("Scale per ") + unit,
                     std::to_string(scales.size()) + " " + unit + "s" + kDot + min_max(scales),
                     x_title, "scale", scales});
-    bars.push_back(error_bars(qp.is_per_group()
-                                  ? per_group_error(original, quantized, x, options.channel_metric)
-                                  : per_channel_error(original, quantized, options.channel_metric),
+    const std::vector<ErrorMetrics> metrics =
+        qp.is_per_group() ? error_metrics_per_group(original, quantized)
+                          : error_metrics_per_channel(original, quantized, qp.ch_axis);
+    bars.push_back(error_bars(chosen_metric(metrics, options.channel_metric),
                               options.channel_metric, unit, x_title));
   }
 

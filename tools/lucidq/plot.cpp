@@ -65,7 +65,7 @@ void run_plot(const PlotArgs& a) {
     throw Q::Error(a.input + ": tensor \"" + a.tensor + "\": " + e.what());
   }
   const Q::QuantizedTensor q =
-      s.group_size > 0 ? Q::quantize_per_group(x, s.qdtype, s.qscheme, s.axis, s.group_size)
+      s.group_size > 0 ? Q::quantize_per_group(x, s.qscheme, s.qdtype, s.axis, s.group_size)
                        : Q::quantize(x, s.qscheme, s.qdtype, s.axis);
   free_font_caches_at_exit();
   Q::plot_quantization_errors(x, q, a.output, options);

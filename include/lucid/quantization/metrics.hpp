@@ -34,5 +34,10 @@ ErrorMetrics error_metrics(const TensorView& original, const QuantizedTensor& qu
 /// The same, one entry per index along `axis` of the original.
 std::vector<ErrorMetrics> error_metrics_per_channel(const TensorView& original,
                                                     const QuantizedTensor& quantized, int axis);
+/// The same, one entry per (scale, zero point) slot of `quantized`'s parameters, in their
+/// order: one per group for per-group parameters (group g of channel c at c · groups + g), one
+/// per channel for per-channel ones, one for a per-tensor pair.
+std::vector<ErrorMetrics> error_metrics_per_group(const TensorView& original,
+                                                  const QuantizedTensor& quantized);
 
 }  // namespace lucid::quantization

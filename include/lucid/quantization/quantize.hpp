@@ -34,7 +34,7 @@ void quantize_into(const TensorView& x, const QParams& qparams, std::span<std::u
 /// while the group is in cache, in one pass over x. The result is identical
 /// to the two-step form. qscheme must be per-channel and group_size >= 1;
 /// throws Error otherwise, or when x is not float32 / float16 / bfloat16.
-QuantizedTensor quantize_per_group(const TensorView& x, QDtype qdtype, QScheme qscheme, int ch_axis,
+QuantizedTensor quantize_per_group(const TensorView& x, QScheme qscheme, QDtype qdtype, int ch_axis,
                                    std::int64_t group_size, float eps = default_eps);
 
 /// The float32 reconstruction scale * (q - zero_point) of every code.

@@ -7,7 +7,7 @@
 namespace lucid::quantization::kernels::reference {
 
 /// Below this block maximum a block encodes as all-zero codes (ggml's GROUP_MAX_EPS).
-inline constexpr float ggml_group_max_eps = 1e-15f;
+constexpr float ggml_group_max_eps = 1e-15f;
 
 /// Symmetric codes with the signed extreme on -nmax: L[i] in 0..2*nmax-1 (stored l + nmax).
 /// Weights are `qw` when given, else by rmse_type (1: x^2, 2: 1, 3: |x|, 4: sqrt|x|); rmse_type

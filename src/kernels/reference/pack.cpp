@@ -8,7 +8,7 @@ namespace {
 
 // Element k in bits [(k % per_byte) * bits, ...) of byte k / per_byte, low bits first.
 template <int Bits>
-void pack(const std::int8_t* codes, std::int64_t n, std::uint8_t* packed) {
+void pack__reference(const std::int8_t* codes, std::int64_t n, std::uint8_t* packed) {
   constexpr int per_byte = 8 / Bits;
   constexpr unsigned mask = (1u << Bits) - 1u;
   const std::int64_t bytes = (n + per_byte - 1) / per_byte;
@@ -21,7 +21,7 @@ void pack(const std::int8_t* codes, std::int64_t n, std::uint8_t* packed) {
 }
 
 template <int Bits, bool Signed>
-void unpack(const std::uint8_t* packed, std::int64_t n, std::int8_t* codes) {
+void unpack__reference(const std::uint8_t* packed, std::int64_t n, std::int8_t* codes) {
   constexpr int per_byte = 8 / Bits;
   constexpr unsigned mask = (1u << Bits) - 1u;
   constexpr unsigned sign_bit = 1u << (Bits - 1);
@@ -36,12 +36,12 @@ void unpack(const std::uint8_t* packed, std::int64_t n, std::int8_t* codes) {
 }  // namespace
 
 void fill_pack_kernels(KernelTable& table) {
-  table.pack4 = pack<4>;
-  table.pack2 = pack<2>;
-  table.unpack4_signed = unpack<4, true>;
-  table.unpack4_unsigned = unpack<4, false>;
-  table.unpack2_signed = unpack<2, true>;
-  table.unpack2_unsigned = unpack<2, false>;
+  table.pack4 = pack__reference<4>;
+  table.pack2 = pack__reference<2>;
+  table.unpack4_signed = unpack__reference<4, true>;
+  table.unpack4_unsigned = unpack__reference<4, false>;
+  table.unpack2_signed = unpack__reference<2, true>;
+  table.unpack2_unsigned = unpack__reference<2, false>;
 }
 
 }  // namespace lucid::quantization::kernels::reference

@@ -42,7 +42,7 @@ std::int32_t load_code(const void* codes, std::int64_t k) {
 }
 
 template <FloatType T, CodeWidth W>
-void quantize(const void* x, std::int64_t n, Affine p, Grid grid, void* codes) {
+void quantize__reference(const void* x, std::int64_t n, Affine p, Grid grid, void* codes) {
   for (std::int64_t k = 0; k < n; ++k) {
     const double code = unclamped_code(load_element<T>(x, k), p.inv_scale, p.zero_point);
     store_code<W>(codes, k, clamp_code(code, p.zero_point, grid));
@@ -50,8 +50,8 @@ void quantize(const void* x, std::int64_t n, Affine p, Grid grid, void* codes) {
 }
 
 template <FloatType T, CodeWidth W>
-void quantize_vec(const void* x, std::int64_t n, const float* inv_scale,
-                  const std::int32_t* zero_point, Grid grid, void* codes) {
+void quantize_vec__reference(const void* x, std::int64_t n, const float* inv_scale,
+                             const std::int32_t* zero_point, Grid grid, void* codes) {
   for (std::int64_t k = 0; k < n; ++k) {
     const double code = unclamped_code(load_element<T>(x, k), inv_scale[k], zero_point[k]);
     store_code<W>(codes, k, clamp_code(code, zero_point[k], grid));
@@ -59,22 +59,22 @@ void quantize_vec(const void* x, std::int64_t n, const float* inv_scale,
 }
 
 template <CodeType C>
-void dequantize(const void* codes, std::int64_t n, float scale, std::int32_t zero_point,
-                float* out) {
+void dequantize__reference(const void* codes, std::int64_t n, float scale, std::int32_t zero_point,
+                           float* out) {
   for (std::int64_t k = 0; k < n; ++k)
     out[k] = dequantize_code(load_code<C>(codes, k), scale, zero_point);
 }
 
 template <CodeType C>
-void dequantize_vec(const void* codes, std::int64_t n, const float* scale,
-                    const std::int32_t* zero_point, float* out) {
+void dequantize_vec__reference(const void* codes, std::int64_t n, const float* scale,
+                               const std::int32_t* zero_point, float* out) {
   for (std::int64_t k = 0; k < n; ++k)
     out[k] = dequantize_code(load_code<C>(codes, k), scale[k], zero_point[k]);
 }
 
 template <FloatType T>
-void fake_quantize(const void* x, std::int64_t n, Affine p, Grid grid, float* out,
-                   std::uint8_t* mask) {
+void fake_quantize__reference(const void* x, std::int64_t n, Affine p, Grid grid, float* out,
+                              std::uint8_t* mask) {
   for (std::int64_t k = 0; k < n; ++k) {
     const double code = unclamped_code(load_element<T>(x, k), p.inv_scale, p.zero_point);
     if (mask) mask[k] = inside_grid(code, grid) ? 1 : 0;
@@ -83,8 +83,9 @@ void fake_quantize(const void* x, std::int64_t n, Affine p, Grid grid, float* ou
 }
 
 template <FloatType T>
-void fake_quantize_vec(const void* x, std::int64_t n, const float* inv_scale, const float* scale,
-                       const std::int32_t* zero_point, Grid grid, float* out, std::uint8_t* mask) {
+void fake_quantize_vec__reference(const void* x, std::int64_t n, const float* inv_scale,
+                                  const float* scale, const std::int32_t* zero_point, Grid grid,
+                                  float* out, std::uint8_t* mask) {
   for (std::int64_t k = 0; k < n; ++k) {
     const double code = unclamped_code(load_element<T>(x, k), inv_scale[k], zero_point[k]);
     if (mask) mask[k] = inside_grid(code, grid) ? 1 : 0;
@@ -93,11 +94,11 @@ void fake_quantize_vec(const void* x, std::int64_t n, const float* inv_scale, co
 }
 
 template <FloatType T>
-void quantize_groups(const void* x, std::int64_t groups, std::int64_t group_size,
-                     const float* inv_scale, const float* scale, const std::int32_t* zero_point,
-                     Grid grid, std::int8_t* codes) {
+void quantize_groups__reference(const void* x, std::int64_t groups, std::int64_t group_size,
+                                const float* inv_scale, const float* scale,
+                                const std::int32_t* zero_point, Grid grid, std::int8_t* codes) {
   for (std::int64_t g = 0; g < groups; ++g) {
-    quantize<T, CodeWidth::b8>(
+    quantize__reference<T, CodeWidth::b8>(
         static_cast<const char*>(x) + g * group_size * (T == FloatType::f32 ? 4 : 2), group_size,
         Affine{inv_scale[g], scale[g], zero_point[g]}, grid, codes + g * group_size);
   }
@@ -116,21 +117,21 @@ void group_qparams(const float* mins, const float* maxs, std::int64_t groups, co
 template <FloatType T>
 void fill_for_input(KernelTable& table) {
   const auto t = static_cast<int>(T);
-  table.quantize[t][0] = quantize<T, CodeWidth::b8>;
-  table.quantize[t][1] = quantize<T, CodeWidth::b16>;
-  table.quantize[t][2] = quantize<T, CodeWidth::b32>;
-  table.quantize_vec[t][0] = quantize_vec<T, CodeWidth::b8>;
-  table.quantize_vec[t][1] = quantize_vec<T, CodeWidth::b16>;
-  table.quantize_vec[t][2] = quantize_vec<T, CodeWidth::b32>;
-  table.quantize_groups[t] = quantize_groups<T>;
-  table.fake_quantize[t][0] = table.fake_quantize[t][1] = fake_quantize<T>;
-  table.fake_quantize_vec[t][0] = table.fake_quantize_vec[t][1] = fake_quantize_vec<T>;
+  table.quantize[t][0] = quantize__reference<T, CodeWidth::b8>;
+  table.quantize[t][1] = quantize__reference<T, CodeWidth::b16>;
+  table.quantize[t][2] = quantize__reference<T, CodeWidth::b32>;
+  table.quantize_vec[t][0] = quantize_vec__reference<T, CodeWidth::b8>;
+  table.quantize_vec[t][1] = quantize_vec__reference<T, CodeWidth::b16>;
+  table.quantize_vec[t][2] = quantize_vec__reference<T, CodeWidth::b32>;
+  table.quantize_groups[t] = quantize_groups__reference<T>;
+  table.fake_quantize[t][0] = table.fake_quantize[t][1] = fake_quantize__reference<T>;
+  table.fake_quantize_vec[t][0] = table.fake_quantize_vec[t][1] = fake_quantize_vec__reference<T>;
 }
 
 template <CodeType C>
 void fill_for_code(KernelTable& table) {
-  table.dequantize[static_cast<int>(C)] = dequantize<C>;
-  table.dequantize_vec[static_cast<int>(C)] = dequantize_vec<C>;
+  table.dequantize[static_cast<int>(C)] = dequantize__reference<C>;
+  table.dequantize_vec[static_cast<int>(C)] = dequantize_vec__reference<C>;
 }
 
 }  // namespace

@@ -9,7 +9,7 @@ namespace lucid::quantization::kernels::reference {
 namespace {
 
 template <FloatType T>
-std::int64_t minmax(const void* x, std::int64_t n, float* min, float* max) {
+std::int64_t minmax__reference(const void* x, std::int64_t n, float* min, float* max) {
   std::int64_t nonfinite = 0;
   for (std::int64_t k = 0; k < n; ++k) {
     const float v = load_element<T>(x, k);
@@ -24,27 +24,28 @@ std::int64_t minmax(const void* x, std::int64_t n, float* min, float* max) {
 }
 
 template <FloatType T>
-std::int64_t minmax_vec(const void* x, std::int64_t n, float* mins, float* maxs) {
+std::int64_t minmax_vec__reference(const void* x, std::int64_t n, float* mins, float* maxs) {
   std::int64_t nonfinite = 0;
   for (std::int64_t k = 0; k < n; ++k)
-    nonfinite += minmax<T>(static_cast<const char*>(x) + k * (T == FloatType::f32 ? 4 : 2), 1,
-                           mins + k, maxs + k);
+    nonfinite += minmax__reference<T>(
+        static_cast<const char*>(x) + k * (T == FloatType::f32 ? 4 : 2), 1, mins + k, maxs + k);
   return nonfinite;
 }
 
 template <FloatType T>
-void minmax_groups(const void* x, std::int64_t groups, std::int64_t group_size, float* mins,
-                   float* maxs) {
+void minmax_groups__reference(const void* x, std::int64_t groups, std::int64_t group_size,
+                              float* mins, float* maxs) {
   for (std::int64_t g = 0; g < groups; ++g) {
     mins[g] = INFINITY;
     maxs[g] = -INFINITY;
-    minmax<T>(static_cast<const char*>(x) + g * group_size * (T == FloatType::f32 ? 4 : 2),
-              group_size, mins + g, maxs + g);
+    minmax__reference<T>(
+        static_cast<const char*>(x) + g * group_size * (T == FloatType::f32 ? 4 : 2), group_size,
+        mins + g, maxs + g);
   }
 }
 
 template <FloatType T>
-std::int64_t abs_max(const void* x, std::int64_t n, float* result) {
+std::int64_t abs_max__reference(const void* x, std::int64_t n, float* result) {
   std::int64_t nonfinite = 0;
   for (std::int64_t k = 0; k < n; ++k) {
     const float v = load_element<T>(x, k);
@@ -58,22 +59,22 @@ std::int64_t abs_max(const void* x, std::int64_t n, float* result) {
 }
 
 template <FloatType T>
-std::int64_t abs_max_vec(const void* x, std::int64_t n, float* results) {
+std::int64_t abs_max_vec__reference(const void* x, std::int64_t n, float* results) {
   std::int64_t nonfinite = 0;
   for (std::int64_t k = 0; k < n; ++k)
-    nonfinite +=
-        abs_max<T>(static_cast<const char*>(x) + k * (T == FloatType::f32 ? 4 : 2), 1, results + k);
+    nonfinite += abs_max__reference<T>(
+        static_cast<const char*>(x) + k * (T == FloatType::f32 ? 4 : 2), 1, results + k);
   return nonfinite;
 }
 
 template <FloatType T>
 void fill_for_input(KernelTable& table) {
   const auto t = static_cast<int>(T);
-  table.minmax[t] = minmax<T>;
-  table.minmax_vec[t] = minmax_vec<T>;
-  table.minmax_groups[t] = minmax_groups<T>;
-  table.abs_max[t] = abs_max<T>;
-  table.abs_max_vec[t] = abs_max_vec<T>;
+  table.minmax[t] = minmax__reference<T>;
+  table.minmax_vec[t] = minmax_vec__reference<T>;
+  table.minmax_groups[t] = minmax_groups__reference<T>;
+  table.abs_max[t] = abs_max__reference<T>;
+  table.abs_max_vec[t] = abs_max_vec__reference<T>;
 }
 
 }  // namespace

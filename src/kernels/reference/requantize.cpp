@@ -5,14 +5,14 @@
 namespace lucid::quantization::kernels::reference {
 namespace {
 
-void requantize(const std::int32_t* acc, std::int64_t n, float multiplier, std::int32_t zero_point,
-                Grid grid, std::uint8_t* out) {
+void requantize__reference(const std::int32_t* acc, std::int64_t n, float multiplier,
+                           std::int32_t zero_point, Grid grid, std::uint8_t* out) {
   for (std::int64_t k = 0; k < n; ++k)
     out[k] = static_cast<std::uint8_t>(requantize_code(acc[k], multiplier, zero_point, grid));
 }
 
-void requantize_vec(const std::int32_t* acc, std::int64_t n, const float* multiplier,
-                    const std::int32_t* zero_point, Grid grid, std::uint8_t* out) {
+void requantize_vec__reference(const std::int32_t* acc, std::int64_t n, const float* multiplier,
+                               const std::int32_t* zero_point, Grid grid, std::uint8_t* out) {
   for (std::int64_t k = 0; k < n; ++k)
     out[k] = static_cast<std::uint8_t>(requantize_code(acc[k], multiplier[k], zero_point[k], grid));
 }
@@ -20,8 +20,8 @@ void requantize_vec(const std::int32_t* acc, std::int64_t n, const float* multip
 }  // namespace
 
 void fill_requantize_kernels(KernelTable& table) {
-  table.requantize = requantize;
-  table.requantize_vec = requantize_vec;
+  table.requantize = requantize__reference;
+  table.requantize_vec = requantize_vec__reference;
 }
 
 }  // namespace lucid::quantization::kernels::reference
