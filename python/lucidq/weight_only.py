@@ -152,7 +152,7 @@ class WeightOnlyLinear:
 
     def __call__(self, x, input_dtype=None):
         return weight_only_linear(
-            self._weight, x, self._bias, input_dtype=input_dtype, activations=self._activations
+            x, self._weight, self._bias, input_dtype=input_dtype, activations=self._activations
         )
 
     def __repr__(self):

@@ -56,9 +56,20 @@ Q::WeightOnlyActivations activations_from(const std::string& name) {
                  "\" (expected \"auto\", \"float32\", \"int8\" or \"int8_blocks\")");
 }
 
-py::array linear(const Q::PackedWeightsLowBit& w, py::handle x, py::handle bias,
+py::array linear(py::handle x, py::handle weights, py::handle bias,
                  const std::optional<std::string>& input_dtype, const std::string& activations) {
   const char* fn = "weight_only_linear";
+  if (py::isinstance<Q::PackedWeightsLowBit>(x)) {
+    throw py::type_error(std::string(fn) +
+                         ": the first argument is a PackedWeightsLowBit (expected x first, then "
+                         "w, as in gemm_*(x, w): weight_only_linear(x, w))");
+  }
+  if (!py::isinstance<Q::PackedWeightsLowBit>(weights)) {
+    throw py::type_error(std::string(fn) + ": w is a " +
+                         std::string(py::str(py::type::of(weights).attr("__name__"))) +
+                         " (expected a PackedWeightsLowBit, from PackedWeightsLowBit.pack)");
+  }
+  const auto& w = weights.cast<const Q::PackedWeightsLowBit&>();
   const Q::WeightOnlyOptions options{activations_from(activations)};
   py::array data;
   Q::TensorView view;
@@ -144,7 +155,7 @@ Immutable. See docs/formats.md, "Weight-only group formats".
            ", columns=" + std::to_string(w.columns()) + ", format=\"" + w.format().describe() +
            "\")";
   });
-  m.def("weight_only_linear", &linear, py::arg("w"), py::arg("x"), py::arg("bias") = py::none(),
+  m.def("weight_only_linear", &linear, py::arg("x"), py::arg("w"), py::arg("bias") = py::none(),
         py::arg("input_dtype") = py::none(), py::kw_only(), py::arg("activations") = "auto",
         "y = x · ŵᵀ + bias: x float [..., K] (or bfloat16 bit patterns in uint16 with "
         "input_dtype=\"bfloat16\"), returns float32 [..., N]. activations: \"float32\" "

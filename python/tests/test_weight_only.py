@@ -227,11 +227,15 @@ def test_activations_auto_picks_the_documented_path(rng, bits, group_size):
     with pytest.raises(ValueError, match="activations"):
         Q.WeightOnlyLinear(auto.weight, None, "int4")
     with pytest.raises(ValueError, match="activations"):
-        Q.weight_only_linear(auto.weight, np.ones((2, 128), np.float32), activations="bf16")
+        Q.weight_only_linear(np.ones((2, 128), np.float32), auto.weight, activations="bf16")
+    with pytest.raises(TypeError, match=r"expected x first, then w"):
+        Q.weight_only_linear(auto.weight, np.ones((2, 128), np.float32))  # gemm_*'s order
+    with pytest.raises(TypeError, match=r"w is a ndarray \(expected a PackedWeightsLowBit"):
+        Q.weight_only_linear(np.ones((2, 128), np.float32), np.ones((4, 128), np.float32))
     bad = np.ones((16, 128), np.float32)
     bad[3, 9] = np.nan
     with pytest.raises(ValueError, match=r"x\[3, 9\] = nan"):
-        Q.weight_only_linear(auto.weight, bad, activations="int8")
+        Q.weight_only_linear(bad, auto.weight, activations="int8")
     assert np.isnan(auto(bad)[3]).all()  # auto falls back to float32 for non-finite x
 
 
