@@ -84,7 +84,7 @@ static_assert(alignof(BlockQ8_0) == 2 && alignof(BlockQ6_K) == 2);
 
 /// The IQ4_NL codebook (ggml's kvalues_iq4nl).
 constexpr std::int8_t iq4nl_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                                 1,    13,   25,  38,  53,  69,  89,  113};
+                                          1,    13,   25,  38,  53,  69,  89,  113};
 
 /// The block types that have kernels, the index of the kernel arrays.
 enum class GgmlKernel : std::uint8_t {
