@@ -14,6 +14,12 @@
 // len_padded rounds the group length up to 8, the codes beyond K are 0 and the kernels
 // multiply them by activations padded with 0.
 //
+// Super-block records (ScaleStorage::super6: int4 affine, groups of 32, K a multiple of 256):
+// the panel is a sequence of super-blocks of 8 groups, each a 64-byte SuperRecord (16 float16 d,
+// then 16 float16 dmin) followed by 8 group records of 256 code bytes and a 24-byte SubParams
+// meta block (16 six-bit sub-scales sc and 16 six-bit sub-minimums m), 2304 bytes per 16 × 256
+// weights. Record j starts at record_offset(j); ŵ = fl(d · sc) · v − fl(dmin · m).
+//
 // Stored code values ("lanes"): symmetric formats keep the signed code
 // (int4 as its two's-complement nibble); affine formats keep the unsigned
 // u = q − code_offset and the stored zero point z' = z − code_offset, where
@@ -57,11 +63,33 @@ struct ZeroPoints {
 };
 static_assert(sizeof(Int4Block) == 64, "an int4 block is one cache line");
 static_assert(sizeof(Int8Block) == 64, "an int8 block is one cache line");
+/// The super-block factors of 16 channels (ScaleStorage::super6).
+struct SuperRecord {
+  std::uint16_t d[panel_width];     ///< float16 scale of the sub-scales
+  std::uint16_t dmin[panel_width];  ///< float16 scale of the sub-minimums
+};
+/// A super6 group record's meta block: low[c] = (sc & 15) | (m & 15) << 4; bits 2c, 2c + 1 of
+/// sc_high / m_high hold sc >> 4 / m >> 4 of channel c.
+struct SubParams {
+  std::uint8_t low[panel_width];
+  std::uint32_t sc_high;
+  std::uint32_t m_high;
+};
 static_assert(sizeof(ScalesF32) == 64 && sizeof(ScalesBf16) == 32 && sizeof(ScalesF16) == 32 &&
-              sizeof(ZeroPoints) == 16);
+              sizeof(ZeroPoints) == 16 && sizeof(SuperRecord) == 64 && sizeof(SubParams) == 24);
 
 /// How a record stores its 16 scales.
-enum class ScaleStorage : std::uint8_t { f32, bf16, f16 };
+enum class ScaleStorage : std::uint8_t { f32, bf16, f16, super6 };
+
+/// Groups per super-block of the super6 layout, and the elements of one.
+constexpr std::int64_t super_groups = 8;
+constexpr std::int64_t super_group_length = 32;
+constexpr std::int64_t super_length = super_groups * super_group_length;
+/// Bytes of one super6 group record (codes + SubParams) and of one super-block.
+constexpr std::int64_t super_record_bytes = super_group_length * panel_width / 2 + 24;
+constexpr std::int64_t super_block_bytes = 64 + super_groups * super_record_bytes;
+// 4 + 12 / 32 + 32 / 256 bits per weight, exactly Q4_K's.
+static_assert(8.0 * super_block_bytes / (panel_width * super_length) == 4.5);
 
 /// Bytes of one full record: `group` codes of `bits` for 16 channels, their scales and, for
 /// affine formats, zero points (PackedView::record_bytes for every record but a ragged last).
@@ -119,9 +147,22 @@ struct PackedView {
   /// Bytes of the codes of a group of `padded` stored codes.
   std::int64_t code_bytes(std::int64_t padded) const { return padded * panel_width * bits / 8; }
   std::int64_t scale_bytes() const { return scales == ScaleStorage::f32 ? 64 : 32; }
-  std::int64_t meta_bytes() const { return scale_bytes() + (symmetric ? 0 : 16); }
+  std::int64_t meta_bytes() const {
+    return scales == ScaleStorage::super6 ? 24 : scale_bytes() + (symmetric ? 0 : 16);
+  }
+  bool superblock() const { return scales == ScaleStorage::super6; }
+  /// Bytes from a panel's start to record j.
+  std::int64_t record_offset(std::int64_t j) const {
+    if (!superblock()) return j * record_bytes;
+    return j / super_groups * super_block_bytes + 64 + j % super_groups * record_bytes;
+  }
   const std::uint8_t* record(std::int64_t panel, std::int64_t j) const {
-    return data + panel * panel_bytes + j * record_bytes;
+    return data + panel * panel_bytes + record_offset(j);
+  }
+  /// Bytes from a panel's start to the SuperRecord of group j's super-block (super6 only).
+  static std::int64_t super_offset(std::int64_t j) { return j / super_groups * super_block_bytes; }
+  const std::uint8_t* super_record(std::int64_t panel, std::int64_t j) const {
+    return data + panel * panel_bytes + super_offset(j);
   }
 };
 
@@ -158,6 +199,23 @@ inline float meta_scale(const PackedView& v, const std::uint8_t* meta, std::int6
   return value;
 }
 
+/// Sub-scale sc (0..63) and sub-minimum m of channel c in a super6 meta block.
+inline std::int32_t super_sub_scale(const std::uint8_t* meta, std::int64_t c) {
+  std::uint32_t high;
+  std::memcpy(&high, meta + 16, 4);
+  return static_cast<std::int32_t>((meta[c] & 0xfu) | ((high >> (2 * c)) & 3u) << 4);
+}
+inline std::int32_t super_sub_min(const std::uint8_t* meta, std::int64_t c) {
+  std::uint32_t high;
+  std::memcpy(&high, meta + 20, 4);
+  return static_cast<std::int32_t>((meta[c] >> 4) | ((high >> (2 * c)) & 3u) << 4);
+}
+
+/// A group's float32 affine parameters for channel c: ŵ = scale · v − offset.
+struct GroupAffine {
+  float scale, offset;
+};
+
 /// Stored zero point z' of channel c (0 for symmetric formats).
 inline std::int32_t meta_zero_point(const PackedView& v, const std::uint8_t* meta, std::int64_t c) {
   return v.symmetric ? 0 : meta[v.scale_bytes() + c];
@@ -167,6 +225,23 @@ inline std::int32_t meta_zero_point(const PackedView& v, const std::uint8_t* met
 inline std::int32_t int8_zero_point(const PackedView& v, const std::uint8_t* meta, std::int64_t c) {
   const std::int32_t z = meta_zero_point(v, meta, c);
   return (!v.symmetric && v.bits == 8) ? z - 128 : z;
+}
+
+/// The int8-activation path's parameters of group j, channel c (meta = its meta block):
+/// super6: scale fl(d · sc), offset fl(dmin · m); otherwise scale s and offset fl(s · zw) with
+/// zw = int8_zero_point (0 when symmetric), so that ŵ = scale · int8_lane − offset.
+inline GroupAffine group_affine(const PackedView& v, std::int64_t panel, std::int64_t j,
+                                const std::uint8_t* meta, std::int64_t c) {
+  if (v.superblock()) {
+    const std::uint8_t* super = v.super_record(panel, j);
+    std::uint16_t d, dmin;
+    std::memcpy(&d, super + 2 * c, 2);
+    std::memcpy(&dmin, super + 32 + 2 * c, 2);
+    return {float16_to_float(d) * static_cast<float>(super_sub_scale(meta, c)),
+            float16_to_float(dmin) * static_cast<float>(super_sub_min(meta, c))};
+  }
+  const float s = meta_scale(v, meta, c);
+  return {s, s * static_cast<float>(int8_zero_point(v, meta, c))};
 }
 
 }  // namespace lucid::quantization::weight_only

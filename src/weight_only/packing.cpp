@@ -12,6 +12,7 @@
 #include "lucid/quantization/quantize.hpp"
 #include "weight_only/grid_search.hpp"
 #include "weight_only/layout.hpp"
+#include "weight_only/superblock_search.hpp"
 
 namespace lucid::quantization {
 namespace {
@@ -34,6 +35,8 @@ weight_only::ScaleStorage storage_of(ScaleType type) {
       return weight_only::ScaleStorage::bf16;
     case ScaleType::f16:
       return weight_only::ScaleStorage::f16;
+    case ScaleType::super6:
+      return weight_only::ScaleStorage::super6;
     default:
       return weight_only::ScaleStorage::f32;
   }
@@ -77,7 +80,30 @@ struct Plain {
   std::vector<std::int32_t> codes;        // [n, k], on qdtype's grid
   std::vector<float> scales;              // [n, groups]
   std::vector<std::int32_t> zero_points;  // [n, groups]
+  std::vector<weight_only::SuperBlock> supers;  // super6: [n, k / 256] instead of both
 };
+
+// Writes a super6 panel's SuperRecords and SubParams for channel c (row `row`).
+void write_super(const Plain& p, const weight_only::PackedView& v, std::uint8_t* panel,
+                 std::int64_t row, std::int64_t c) {
+  const std::int64_t blocks = p.k / weight_only::super_length;
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const weight_only::SuperBlock& sb = p.supers[static_cast<std::size_t>(row * blocks + b)];
+    std::uint8_t* super = panel + b * weight_only::super_block_bytes;
+    std::memcpy(super + 2 * c, &sb.d, 2);
+    std::memcpy(super + 32 + 2 * c, &sb.dmin, 2);
+    for (std::int64_t g = 0; g < weight_only::super_groups; ++g) {
+      const std::int64_t j = b * weight_only::super_groups + g;
+      std::uint8_t* meta = panel + v.record_offset(j) + v.code_bytes(v.padded_length(j));
+      meta[c] = static_cast<std::uint8_t>((sb.sc[g] & 15) | (sb.m[g] & 15) << 4);
+      std::uint32_t high[2];
+      std::memcpy(high, meta + 16, 8);
+      high[0] |= static_cast<std::uint32_t>(sb.sc[g] >> 4) << (2 * c);
+      high[1] |= static_cast<std::uint32_t>(sb.m[g] >> 4) << (2 * c);
+      std::memcpy(meta + 16, high, 8);
+    }
+  }
+}
 
 std::shared_ptr<const PackedWeightsLowBit::Layout> build(const Plain& p) {
   auto layout = std::make_shared<PackedWeightsLowBit::Layout>();
@@ -99,8 +125,10 @@ std::shared_ptr<const PackedWeightsLowBit::Layout> build(const Plain& p) {
   v.symmetric = sym;
   v.scales = storage_of(p.format.scale_type);
   v.record_bytes = v.code_bytes(v.padded_length(0)) + v.meta_bytes();
-  v.panel_bytes = (v.groups - 1) * v.record_bytes + v.code_bytes(v.padded_length(v.groups - 1)) +
-                  v.meta_bytes();
+  v.panel_bytes = v.superblock()
+                      ? v.groups / weight_only::super_groups * weight_only::super_block_bytes
+                      : (v.groups - 1) * v.record_bytes +
+                            v.code_bytes(v.padded_length(v.groups - 1)) + v.meta_bytes();
   const auto total = static_cast<std::size_t>(v.panels * v.panel_bytes);
   // Zeroed ByteBuffer: 64-byte aligned; from 4 MiB on, transparent huge pages, on which the
   // kernels' weight streams run faster (no prefetcher stop at every 4 KiB page).
@@ -111,23 +139,25 @@ std::shared_ptr<const PackedWeightsLowBit::Layout> build(const Plain& p) {
 
   for (std::int64_t panel = 0; panel < v.panels; ++panel) {
     for (std::int64_t j = 0; j < v.groups; ++j) {
-      std::uint8_t* rec = raw + panel * v.panel_bytes + j * v.record_bytes;
+      std::uint8_t* rec = raw + panel * v.panel_bytes + v.record_offset(j);
       std::uint8_t* meta = rec + v.code_bytes(v.padded_length(j));
       const std::int64_t k0 = j * v.group_length;
       const std::int64_t len = std::min(v.group_length, p.k - k0);
       for (std::int64_t c = 0; c < panel_width; ++c) {
         const std::int64_t row = panel * panel_width + c;
         if (row >= p.n) break;  // padding channels: codes 0, scale 0
-        const float s = p.scales[static_cast<std::size_t>(row * v.groups + j)];
-        if (v.scales != weight_only::ScaleStorage::f32) {
+        if (v.superblock()) {
+          if (j == 0) write_super(p, v, raw + panel * v.panel_bytes, row, c);
+        } else if (v.scales != weight_only::ScaleStorage::f32) {
+          const float s = p.scales[static_cast<std::size_t>(row * v.groups + j)];
           const std::uint16_t bits = v.scales == weight_only::ScaleStorage::bf16
                                          ? float_to_bfloat16(s)
                                          : float_to_float16(s);
           std::memcpy(meta + 2 * c, &bits, 2);
         } else {
-          std::memcpy(meta + 4 * c, &s, 4);
+          std::memcpy(meta + 4 * c, &p.scales[static_cast<std::size_t>(row * v.groups + j)], 4);
         }
-        if (!sym) {
+        if (!sym && !v.superblock()) {
           meta[v.scale_bytes() + c] = static_cast<std::uint8_t>(
               p.zero_points[static_cast<std::size_t>(row * v.groups + j)] - layout->code_offset);
         }
@@ -153,13 +183,14 @@ std::shared_ptr<const PackedWeightsLowBit::Layout> build(const Plain& p) {
     for (std::int64_t c = 0; c < panel_width && panel * panel_width + c < p.n; ++c) {
       float sum = 0.0f;
       for (std::int64_t j = 0; j < v.groups; ++j) {
-        const std::uint8_t* rec = raw + panel * v.panel_bytes + j * v.record_bytes;
+        const std::uint8_t* rec = v.record(panel, j);
         const std::uint8_t* meta = rec + v.code_bytes(v.padded_length(j));
         const std::int64_t len = std::min(v.group_length, p.k - j * v.group_length);
         std::int32_t group_sum = 0;
         for (std::int64_t t = 0; t < len; ++t)
           group_sum += weight_only::int8_lane(v, rec, c, t);
-        sum = std::fma(weight_only::meta_scale(v, meta, c), static_cast<float>(group_sum), sum);
+        sum = std::fma(weight_only::group_affine(v, panel, j, meta, c).scale,
+                       static_cast<float>(group_sum), sum);
       }
       layout->int8_weight_sums[static_cast<std::size_t>(panel * panel_width + c)] = sum;
     }
@@ -204,6 +235,26 @@ void flip_groups(Plain& p, std::int32_t marker) {
   }
 }
 
+// The super6 search on every super-block of w (n × k dense, k a multiple of 256), in parallel
+// over rows.
+void quantize_super(const float* w, Plain& p) {
+  const std::int64_t blocks = p.k / weight_only::super_length;
+  p.codes.resize(static_cast<std::size_t>(p.n * p.k));
+  p.supers.resize(static_cast<std::size_t>(p.n * blocks));
+  const int pieces = kernels::threads_for(p.n * p.k * 64);
+  kernels::parallel_pieces(p.n, pieces, 1, [&](int, std::int64_t begin, std::int64_t end) {
+    std::uint8_t q[weight_only::super_length];
+    for (std::int64_t r = begin; r < end; ++r) {
+      for (std::int64_t b = 0; b < blocks; ++b) {
+        const std::int64_t at = r * p.k + b * weight_only::super_length;
+        p.supers[static_cast<std::size_t>(r * blocks + b)] =
+            weight_only::search_superblock(w + at, q);
+        std::copy(q, q + weight_only::super_length, p.codes.begin() + at);
+      }
+    }
+  });
+}
+
 }  // namespace
 
 std::string to_string(ScaleType type) {
@@ -212,6 +263,8 @@ std::string to_string(ScaleType type) {
       return "bf16";
     case ScaleType::f16:
       return "f16";
+    case ScaleType::super6:
+      return "super6";
     default:
       return "f32";
   }
@@ -230,9 +283,16 @@ void WeightOnlyFormat::validate() const {
                 " (expected 32, 64, 128, 256, or 0 for per-channel)");
   }
   if (scale_type != ScaleType::f32 && scale_type != ScaleType::bf16 &&
-      scale_type != ScaleType::f16) {
+      scale_type != ScaleType::f16 && scale_type != ScaleType::super6) {
     throw Error("WeightOnlyFormat: scale_type = " + std::to_string(static_cast<int>(scale_type)) +
-                " (expected f32, bf16 or f16)");
+                " (expected f32, bf16, f16 or super6)");
+  }
+  if (scale_type == ScaleType::super6 && (bits != 4 || group_size != 32 || symmetric)) {
+    throw Error("WeightOnlyFormat: super6 scales with bits = " + std::to_string(bits) +
+                ", group_size = " + str(group_size) + ", symmetric = " +
+                (symmetric ? "true" : "false") +
+                " (expected bits = 4, group_size = 32, symmetric = false: super6 is int4 affine "
+                "groups of 32 under super-blocks of 256)");
   }
   if (grid != WeightOnlyGrid::search && grid != WeightOnlyGrid::min_max) {
     throw Error("WeightOnlyFormat: grid = " + std::to_string(static_cast<int>(grid)) +
@@ -241,6 +301,7 @@ void WeightOnlyFormat::validate() const {
 }
 
 double WeightOnlyFormat::bits_per_weight(std::int64_t k) const {
+  if (scale_type == ScaleType::super6) return 4.5;  // 4 + 12 / 32 + 32 / 256
   const std::int64_t group = group_size == 0 ? k : group_size;
   const int meta_bits = (scale_type == ScaleType::f32 ? 32 : 16) + (symmetric ? 0 : 8);
   return bits + static_cast<double>(meta_bits) / static_cast<double>(group);
@@ -259,6 +320,7 @@ std::string WeightOnlyFormat::describe() const {
   text += symmetric ? "symmetric " : "affine ";
   text += to_string(scale_type);
   text += "-scales";
+  if (scale_type == ScaleType::super6) text += " (6-bit scales and mins, f16 per 256; 4.5 bits)";
   if (grid == WeightOnlyGrid::min_max) text += " min-max-grid";
   return text;
 }
@@ -273,6 +335,10 @@ PackedWeightsLowBit PackedWeightsLowBit::quantize(const float* w, std::int64_t n
   if (row_stride < k) {
     throw Error("PackedWeightsLowBit::quantize: row_stride = " + str(row_stride) +
                 " (expected >= k = " + str(k) + ")");
+  }
+  if (format.scale_type == ScaleType::super6 && k % weight_only::super_length != 0) {
+    throw Error("PackedWeightsLowBit::quantize: k = " + str(k) +
+                " (expected a multiple of 256 for super6 scales: whole super-blocks)");
   }
   std::vector<float> dense(static_cast<std::size_t>(n * k));
   for (std::int64_t r = 0; r < n; ++r) {
@@ -297,7 +363,9 @@ PackedWeightsLowBit PackedWeightsLowBit::quantize(const float* w, std::int64_t n
   plain.format = format;
   plain.qdtype = qdtype;
   plain.qscheme = scheme;
-  if (format.grid == WeightOnlyGrid::min_max) {
+  if (format.scale_type == ScaleType::super6) {
+    quantize_super(dense.data(), plain);
+  } else if (format.grid == WeightOnlyGrid::min_max) {
     const TensorView view(dense.data(), ScalarType::float32, {n, k});
     const int axis = format.group_size == 0 ? 0 : 1;
     QParams qp = choose_qparams(view, scheme, qdtype, axis, format.group_size);
@@ -436,22 +504,53 @@ std::vector<std::int32_t> PackedWeightsLowBit::codes() const {
   return out;
 }
 
-std::vector<float> PackedWeightsLowBit::scales() const {
-  const PackedView& v = layout().view;
-  std::vector<float> out(static_cast<std::size_t>(v.n * v.groups));
+namespace {
+
+// Per group (row-major [N, groups]) of a packed weight: f(view, panel, j, meta, channel).
+template <class T, class F>
+std::vector<T> per_group(const PackedView& v, F&& f) {
+  std::vector<T> out(static_cast<std::size_t>(v.n * v.groups));
   for (std::int64_t row = 0; row < v.n; ++row) {
     for (std::int64_t j = 0; j < v.groups; ++j) {
       const std::uint8_t* rec = v.record(row / panel_width, j);
       out[static_cast<std::size_t>(row * v.groups + j)] =
-          weight_only::meta_scale(v, rec + v.code_bytes(v.padded_length(j)), row % panel_width);
+          f(row / panel_width, j, rec + v.code_bytes(v.padded_length(j)), row % panel_width);
     }
   }
   return out;
 }
 
+}  // namespace
+
+std::vector<float> PackedWeightsLowBit::scales() const {
+  const PackedView& v = layout().view;
+  return per_group<float>(v, [&](std::int64_t panel, std::int64_t j, const std::uint8_t* meta,
+                                 std::int64_t c) {
+    return v.superblock() ? weight_only::group_affine(v, panel, j, meta, c).scale
+                          : weight_only::meta_scale(v, meta, c);
+  });
+}
+
+std::vector<float> PackedWeightsLowBit::offsets() const {
+  const Layout& l = layout();
+  const PackedView& v = l.view;
+  return per_group<float>(v, [&](std::int64_t panel, std::int64_t j, const std::uint8_t* meta,
+                                 std::int64_t c) {
+    if (v.superblock()) return weight_only::group_affine(v, panel, j, meta, c).offset;
+    const std::int32_t z =
+        v.symmetric ? 0 : weight_only::meta_zero_point(v, meta, c) + l.code_offset;
+    return weight_only::meta_scale(v, meta, c) * static_cast<float>(z);
+  });
+}
+
 std::vector<std::int32_t> PackedWeightsLowBit::zero_points() const {
   const Layout& l = layout();
   const PackedView& v = l.view;
+  if (v.superblock()) {
+    throw Error(
+        "PackedWeightsLowBit::zero_points: super6 scales have a free minimum, no integer zero "
+        "point (expected offsets(): ŵ = s · q − o)");
+  }
   std::vector<std::int32_t> out(static_cast<std::size_t>(v.n * v.groups), 0);
   if (v.symmetric) return out;
   for (std::int64_t row = 0; row < v.n; ++row) {
@@ -470,8 +569,16 @@ std::vector<float> PackedWeightsLowBit::decode() const {
   const PackedView& v = layout().view;
   const std::vector<std::int32_t> q = codes();
   const std::vector<float> s = scales();
-  const std::vector<std::int32_t> z = zero_points();
   std::vector<float> out(q.size());
+  if (v.superblock()) {
+    const std::vector<float> o = offsets();
+    for (std::size_t i = 0; i < q.size(); ++i) {
+      const std::size_t g = i / static_cast<std::size_t>(v.group_length);  // k % 32 == 0
+      out[i] = s[g] * static_cast<float>(q[i]) - o[g];
+    }
+    return out;
+  }
+  const std::vector<std::int32_t> z = zero_points();
   for (std::int64_t row = 0; row < v.n; ++row) {
     for (std::int64_t c = 0; c < v.k; ++c) {
       const auto g = static_cast<std::size_t>(row * v.groups + c / v.group_length);
@@ -485,6 +592,12 @@ std::vector<float> PackedWeightsLowBit::decode() const {
 QuantizedTensor PackedWeightsLowBit::to_quantized() const {
   const Layout& l = layout();
   const PackedView& v = l.view;
+  if (v.superblock()) {
+    throw Error(
+        "PackedWeightsLowBit::to_quantized: " + l.format.describe() +
+        " has a free minimum per group (ŵ = s · q − o), which a QuantizedTensor's integer zero "
+        "points cannot express (expected codes(), scales(), offsets() or decode() instead)");
+  }
   Plain p;
   p.n = v.n;
   p.k = v.k;

@@ -2,6 +2,7 @@
 target_sources(lucidq PRIVATE
   weight_only/packing.cpp
   weight_only/grid_search.cpp
+  weight_only/superblock_search.cpp
   weight_only/gemm.cpp
   kernels/reference/weight_only.cpp)
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")

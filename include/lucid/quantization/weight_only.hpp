@@ -34,9 +34,13 @@ namespace lucid::quantization {
 /// How the group scales are stored (the codes' arithmetic is float32 either way).
 /// f32: 32 bits; bf16 / f16: 16 bits (bfloat16 keeps float32's range, float16 three more bits of
 /// precision within ±65504).
-enum class ScaleType : std::uint8_t { f32, bf16, f16 };
+/// super6: two levels, for int4 affine groups of 32 only (K a multiple of 256): per group a 6-bit
+/// sub-scale sc and a 6-bit sub-minimum m, per super-block of 8 groups (256 weights) two float16
+/// factors d and dmin: ŵ = fl(d · sc) · q − fl(dmin · m), q in 0..15 (a free minimum, not an
+/// integer zero point; ggml Q4_K's information). 4.5 bits per weight (docs/formats.md).
+enum class ScaleType : std::uint8_t { f32, bf16, f16, super6 };
 
-/// "f32" / "bf16" / "f16".
+/// "f32" / "bf16" / "f16" / "super6".
 std::string to_string(ScaleType type);
 
 /// How quantize() chooses each group's scale, zero point and codes (docs/formats.md,
@@ -62,10 +66,12 @@ std::string to_string(WeightOnlyGrid grid);
 ///   with zero point 0; otherwise affine on the unsigned grid (quint4 [0, 15]
 ///   / quint8 [0, 255]) with one zero point per group.
 /// - scale_type: f32, bf16 or f16 (16-bit scales rounded *before* the codes
-///   are chosen, so the codes fit the stored scale).
+///   are chosen, so the codes fit the stored scale), or super6 (bits 4, group_size 32,
+///   symmetric false only; its own search, docs/formats.md "Super-block format").
 /// - grid: how the codes are chosen (WeightOnlyGrid).
 /// Bits streamed per weight: bits + (32 for f32, 16 for bf16 / f16 scales, + 8 for an affine
-/// zero point) / group_size, exactly (int4 g32 f16 symmetric: 4.5; g128 bf16: 4.125).
+/// zero point) / group_size, exactly (int4 g32 f16 symmetric: 4.5; g128 bf16: 4.125); super6:
+/// 4 + 12 / 32 + 32 / 256 = 4.5.
 struct WeightOnlyFormat {
   int bits = 4;
   std::int64_t group_size = 128;
@@ -96,7 +102,8 @@ class PackedWeightsLowBit {
   /// format's grid (WeightOnlyGrid; 16-bit scales rounded before the codes are
   /// computed) and packs it. Throws Error when n or k < 1, row_stride < k, w is
   /// null, the format is invalid, a weight is not finite (naming row and
-  /// column), or a group scale overflows its storage type.
+  /// column), or a group scale overflows its storage type; for super6 scales also when k is
+  /// not a multiple of 256.
   static PackedWeightsLowBit quantize(const float* w, std::int64_t n, std::int64_t k,
                                       std::int64_t row_stride, const WeightOnlyFormat& format);
 
@@ -116,6 +123,8 @@ class PackedWeightsLowBit {
   /// (the same ŵ), and the qscheme is then PER_CHANNEL_AFFINE; from_quantized
   /// maps it back (a signed full-range grid whose zero points are all 0 or −1
   /// packs as symmetric, a −1 group with the negated scale).
+  /// Throws Error for super6 scales: a free minimum has no integer zero point (codes(),
+  /// scales(), offsets() and decode() give the weight).
   QuantizedTensor to_quantized() const;
 
   std::int64_t rows() const;     ///< N, output channels
@@ -130,9 +139,14 @@ class PackedWeightsLowBit {
   /// Scales row-major [N, groups_per_row()] (as float32; negative for a symmetric group whose
   /// signed extreme is positive, on WeightOnlyGrid::search).
   std::vector<float> scales() const;
-  /// Zero points row-major [N, groups_per_row()] (all 0 when symmetric).
+  /// Zero points row-major [N, groups_per_row()] (all 0 when symmetric). Throws Error for super6
+  /// scales (no integer zero point: see offsets()).
   std::vector<std::int32_t> zero_points() const;
-  /// ŵ = s · (q − z) as float32 row-major [N, K] (for tests; the kernels never form it).
+  /// Offsets o row-major [N, groups_per_row()] with ŵ = s · q − o: fl(s · z) for integer zero
+  /// points (0 when symmetric), fl(dmin · m) for super6 scales.
+  std::vector<float> offsets() const;
+  /// ŵ = s · (q − z) as float32 row-major [N, K] (super6: fl(s · q) − o), for tests; the kernels
+  /// never form it.
   std::vector<float> decode() const;
 
   /// Internal: the packed representation the kernels read.

@@ -4,7 +4,8 @@
 // lanes are unpacked with shifts (signed: shift left then arithmetic right;
 // affine: shift right and mask) and vcvtdq2ps; int8 lanes with vpmovsxbd /
 // vpmovzxbd. Per group: partial = Σ x · v, acc = fma(s, partial, acc), minus
-// s · z' · Σ x for affine formats. Up to 4 rows share one decode.
+// o · Σ x for affine formats (o = s · z', super6: s = d · sc, o = dmin · m; load_half_affine).
+// Up to 4 rows share one decode.
 #include <immintrin.h>
 
 #include <utility>
@@ -104,7 +105,8 @@ void rows_of_panel(const GemmArgs& a, std::int64_t panel, std::int64_t row0) {
     }
     const std::uint8_t* meta = rec + v.code_bytes(len);
     for (int h = 0; h < 2; ++h) {
-      const __m256 s = load_half_scales(v, meta, h);
+      const GroupAffine8 g = load_half_affine(v, v.data + panel * v.panel_bytes, j, meta, h);
+      const __m256 s = g.scale;
       for (int r = 0; r < MR; ++r) {
         __m256 p = part.p[r][0][h];
         if constexpr (C == 2) p = _mm256_add_ps(p, part.p[r][1][h]);
@@ -112,13 +114,10 @@ void rows_of_panel(const GemmArgs& a, std::int64_t panel, std::int64_t row0) {
         _mm256_store_ps(a_rh, _mm256_fmadd_ps(s, p, _mm256_load_ps(a_rh)));
       }
       if (!v.symmetric) {
-        const __m128i zp =
-            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(meta + v.scale_bytes() + 8 * h));
-        const __m256 szp = _mm256_mul_ps(s, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(zp)));
         for (int r = 0; r < MR; ++r) {
           const __m256 sum = _mm256_broadcast_ss(a.x_sums + (row0 + r) * v.groups + j);
           float* a_rh = acc[r] + 8 * h;
-          _mm256_store_ps(a_rh, _mm256_fnmadd_ps(szp, sum, _mm256_load_ps(a_rh)));
+          _mm256_store_ps(a_rh, _mm256_fnmadd_ps(g.offset, sum, _mm256_load_ps(a_rh)));
         }
       }
     }

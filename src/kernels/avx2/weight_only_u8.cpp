@@ -174,7 +174,24 @@ void rows_of_panel_blocks(const Int8Args& a, std::int64_t panel, std::int64_t ro
     alignas(32) std::int32_t dot[R][16];
     group_dot<Bits, Symmetric, true, R>(rec, len / codes_per_block, x, dot);
     const std::uint8_t* meta = rec + v.code_bytes(len);
+    const std::uint8_t* panel_data = v.data + panel * v.panel_bytes;
     for (int h = 0; h < 2; ++h) {
+      if constexpr (Bits == 4 && !Symmetric) {
+        if (v.superblock()) {  // acc = fma(fl(s · s_x), P, acc); acc = fnmadd(fl(o · s_x), Sx, acc)
+          const GroupAffine8 g = load_half_affine(v, panel_data, j, meta, h);
+          for (int r = 0; r < R; ++r) {
+            const std::int64_t at = (row0 + r) * v.groups + j;
+            const __m256 sx = _mm256_set1_ps(a.x_block_scales[at]);
+            const __m256i d = _mm256_load_si256(reinterpret_cast<const __m256i*>(dot[r] + 8 * h));
+            __m256 f = _mm256_fmadd_ps(_mm256_mul_ps(g.scale, sx), _mm256_cvtepi32_ps(d),
+                                       _mm256_load_ps(acc[r][h]));
+            f = _mm256_fnmadd_ps(_mm256_mul_ps(g.offset, sx),
+                                 _mm256_set1_ps(static_cast<float>(a.xq_group_sums[at])), f);
+            _mm256_store_ps(acc[r][h], f);
+          }
+          continue;
+        }
+      }
       const __m256 s = load_half_scales(v, meta, h);
       __m256i zero_points = _mm256_setzero_si256();
       if constexpr (!Symmetric) {
@@ -238,15 +255,10 @@ void rows_of_panel(const Int8Args& a, std::int64_t panel, std::int64_t row0) {
     // The group's flush: acc = fma(s, float(dot), acc); affine: acc = fnmadd(fl(s · zw), X, acc).
     const std::uint8_t* meta = rec + v.code_bytes(len);
     for (int h = 0; h < 2; ++h) {
-      const __m256 s = load_half_scales(v, meta, h);
-      __m256 szw = _mm256_setzero_ps();
-      if constexpr (!Symmetric) {
-        std::int64_t z8;
-        std::memcpy(&z8, meta + v.scale_bytes() + 8 * h, 8);
-        __m256i zw = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(z8));
-        if constexpr (Bits == 8) zw = _mm256_sub_epi32(zw, _mm256_set1_epi32(128));
-        szw = _mm256_mul_ps(s, _mm256_cvtepi32_ps(zw));
-      }
+      const GroupAffine8 g = load_half_affine(v, v.data + panel * v.panel_bytes, j, meta, h,
+                                              Bits == 8 ? 128 : 0);
+      const __m256 s = g.scale;
+      const __m256 szw = g.offset;
       for (int r = 0; r < R; ++r) {
         __m256i d = _mm256_load_si256(reinterpret_cast<const __m256i*>(dot[r] + 8 * h));
         if constexpr (code_offset<Bits, Symmetric>() != 0) {

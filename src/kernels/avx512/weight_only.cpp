@@ -3,7 +3,8 @@
 // One panel = 16 output channels = one zmm of accumulators per activation
 // row. Per group: partial[r] = Σ_k x[r, k] · v[k] (v the lane values, exact
 // in float32), then acc[r] = fma(s, partial[r], acc[r]) and for affine
-// formats acc[r] = fnmadd(s · z', Σ_k x[r, k], acc[r]). int4 lanes are turned
+// formats acc[r] = fnmadd(o, Σ_k x[r, k], acc[r]) with the group offset o = s · z' (super6:
+// s = d · sc, o = dmin · m; load_group_affine). int4 lanes are turned
 // into floats by one vpermps per 8 codes' nibble (the 16-entry table holds
 // 0..15, or the signed values for symmetric formats; vpermps reads the low 4
 // bits of each dword, so a shift is the whole unpack). int8 lanes widen with
@@ -98,7 +99,8 @@ inline void panel_rows(const GemmArgs& a, std::int64_t panel, std::int64_t row0,
       }
     }
     const std::uint8_t* meta = rec + v.code_bytes(len);
-    const __m512 s = load_group_scales(v, meta);
+    const GroupAffine16 g = load_group_affine(v, v.data + panel * v.panel_bytes, j, meta);
+    const __m512 s = g.scale;
     for (int r = 0; r < MR; ++r) {
       __m512 p = part.p[r][0];
       if constexpr (C == 2) p = _mm512_add_ps(p, part.p[r][1]);
@@ -109,11 +111,9 @@ inline void panel_rows(const GemmArgs& a, std::int64_t panel, std::int64_t row0,
       acc[r] = _mm512_fmadd_ps(s, p, acc[r]);
     }
     if (!v.symmetric) {
-      const __m128i zp = _mm_loadu_si128(reinterpret_cast<const __m128i*>(meta + v.scale_bytes()));
-      const __m512 szp = _mm512_mul_ps(s, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(zp)));
       for (int r = 0; r < MR; ++r) {
         const float sum = a.x_sums[(row0 + r) * v.groups + j];
-        acc[r] = _mm512_fnmadd_ps(szp, _mm512_set1_ps(sum), acc[r]);
+        acc[r] = _mm512_fnmadd_ps(g.offset, _mm512_set1_ps(sum), acc[r]);
       }
     }
   }

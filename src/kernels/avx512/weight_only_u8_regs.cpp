@@ -87,7 +87,7 @@ void rows_block(const Int8Args& a, std::int64_t panel0, int panels, std::int64_t
   const PackedView& v = a.w;
   const std::uint8_t* base[P];
   for (int p = 0; p < P; ++p)
-    base[p] = v.record(panel0 + std::min(p, panels - 1), 0);
+    base[p] = v.data + (panel0 + std::min(p, panels - 1)) * v.panel_bytes;
   const std::uint8_t* xq[R];
   for (int r = 0; r < R; ++r)
     xq[r] = a.xq + (row0 + r) * a.xq_stride;
@@ -100,7 +100,7 @@ void rows_block(const Int8Args& a, std::int64_t panel0, int panels, std::int64_t
   for (std::int64_t j = 0; j < v.groups; ++j) {
     const std::int64_t len = v.padded_length(j);
     const std::int64_t k0 = j * v.group_length;
-    const std::int64_t offset = j * v.record_bytes;
+    const std::int64_t offset = v.record_offset(j);
     // The signed int4 grid's dots start at −8 · Σ xq, so that adding Σ xq · (q + 8) leaves
     // Σ xq · q (wrapping alike in int32); with block-wise activations the signed grids' codes are
     // the unsigned operand u = q + code_offset (8 or 128), and the dot starts at
@@ -167,6 +167,16 @@ void rows_block(const Int8Args& a, std::int64_t panel0, int panels, std::int64_t
         x_scales[r] = _mm512_set1_ps(a.x_block_scales[(row0 + r) * v.groups + j]);
       for (int p = 0; p < P; ++p) {
         const std::uint8_t* meta = base[p] + meta_offset;
+        if constexpr (Bits == 4 && !Symmetric) {
+          if (v.superblock()) {
+            const GroupAffine16 g = load_group_affine(v, base[p], j, meta);
+            for (int r = 0; r < R; ++r) {
+              acc[r][p] = int8_stage::flush_super_block(
+                  acc[r][p], g, x_scales[r], dot[r][p], a.xq_group_sums[(row0 + r) * v.groups + j]);
+            }
+            continue;
+          }
+        }
         const __m512 scales = load_group_scales(v, meta);
         const __m512i zero_points = int8_stage::stored_zero_points<Symmetric>(v, meta);
         for (int r = 0; r < R; ++r) {
@@ -179,12 +189,10 @@ void rows_block(const Int8Args& a, std::int64_t panel0, int panels, std::int64_t
     }
     for (int p = 0; p < P; ++p) {
       const std::uint8_t* meta = base[p] + meta_offset;
-      const __m512 scales = load_group_scales(v, meta);
-      const __m512 scaled_zw = int8_stage::scaled_zero_points<Bits, Symmetric>(v, meta, scales);
+      const GroupAffine16 g = load_group_affine(v, base[p], j, meta, Bits == 8 ? 128 : 0);
       for (int r = 0; r < R; ++r) {
         const float group_sum = Symmetric ? 0.0f : a.x_group_sums[(row0 + r) * v.groups + j];
-        acc[r][p] =
-            int8_stage::flush<Symmetric>(acc[r][p], scales, dot[r][p], scaled_zw, group_sum);
+        acc[r][p] = int8_stage::flush<Symmetric>(acc[r][p], g.scale, dot[r][p], g.offset, group_sum);
       }
     }
   }

@@ -25,10 +25,7 @@ inline __m512 scaled_zero_points(const PackedView& v, const std::uint8_t* meta, 
     (void)scales;
     return _mm512_setzero_ps();
   } else {
-    __m512i z = _mm512_cvtepu8_epi32(
-        _mm_loadu_si128(reinterpret_cast<const __m128i*>(meta + v.scale_bytes())));
-    if constexpr (Bits == 8) z = _mm512_sub_epi32(z, _mm512_set1_epi32(128));
-    return _mm512_mul_ps(scales, _mm512_cvtepi32_ps(z));
+    return affine_offsets(v, meta, scales, Bits == 8 ? 128 : 0);
   }
 }
 
@@ -95,6 +92,15 @@ inline __m512 flush_block(__m512 acc, __m512 scales, __m512 x_scale, __m512i dot
   (void)zero_points;
   (void)x_sum;
   return _mm512_fmadd_ps(_mm512_mul_ps(scales, x_scale), _mm512_cvtepi32_ps(dot), acc);
+}
+
+/// One super6 group's flush with block-wise activations: dot = P = Σ xq · v, then
+/// acc = fma(fl(s · s_x), float(P), acc) and acc = fnmadd(fl(o · s_x), float(Σ xq), acc).
+inline __m512 flush_super_block(__m512 acc, GroupAffine16 g, __m512 x_scale, __m512i dot,
+                                std::int32_t x_sum) {
+  acc = _mm512_fmadd_ps(_mm512_mul_ps(g.scale, x_scale), _mm512_cvtepi32_ps(dot), acc);
+  return _mm512_fnmadd_ps(_mm512_mul_ps(g.offset, x_scale),
+                          _mm512_set1_ps(static_cast<float>(x_sum)), acc);
 }
 
 /// The end of a block-wise product for row `row` and the 16 channels from `col`:

@@ -1,0 +1,176 @@
+// The super6 search (weight_only/superblock_search.hpp): Q4_K's parameters, refined on the
+// stored values' squared error.
+#include "weight_only/superblock_search.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/ggml_blocks.hpp"
+#include "kernels/ggml_kquant_finish.hpp"
+#include "kernels/reference/ggml_kernels.hpp"
+#include "lucid/quantization/scalar_type.hpp"
+
+namespace lucid::quantization::weight_only {
+namespace {
+
+constexpr int groups = 8;
+constexpr int length = 32;
+constexpr int window = 2;  // sc and m tried within ±window of the current ones
+
+// A float16 bit pattern that is finite.
+bool finite16(std::uint16_t bits) {
+  return (bits & 0x7c00u) != 0x7c00u;
+}
+
+// The stored group parameters: s = fl(d · sc), o = fl(dmin · m).
+struct Affine {
+  float s, o;
+};
+
+Affine affine(float d, float dmin, int sc, int m) {
+  return {d * static_cast<float>(sc), dmin * static_cast<float>(m)};
+}
+
+// Rounds a group's codes to (s, o) (nearest, clamped to 0..15) and returns Σ (w − ŵ)² with
+// ŵ = fl(s · q) − o, as decode() forms it.
+double round_group(const float* w, Affine a, std::uint8_t* q) {
+  double err = 0;
+  for (int i = 0; i < length; ++i) {
+    int code = 0;
+    if (a.s != 0.0f) {
+      const float t = std::nearbyint((w[i] + a.o) / a.s);
+      code = t < 0.0f ? 0 : (t > 15.0f ? 15 : static_cast<int>(t));
+    }
+    q[i] = static_cast<std::uint8_t>(code);
+    const float wh = a.s * static_cast<float>(code) - a.o;
+    err += (double{w[i]} - wh) * (double{w[i]} - wh);
+  }
+  return err;
+}
+
+double group_error(const float* w, Affine a, const std::uint8_t* q) {
+  double err = 0;
+  for (int i = 0; i < length; ++i) {
+    const float wh = a.s * static_cast<float>(q[i]) - a.o;
+    err += (double{w[i]} - wh) * (double{w[i]} - wh);
+  }
+  return err;
+}
+
+struct State {
+  SuperBlock p;
+  std::uint8_t q[groups * length];
+  double err[groups];
+  double total() const {
+    double t = 0;
+    for (const double e : err)
+      t += e;
+    return t;
+  }
+};
+
+// Q4_K's block for w, unpacked into a State (its codes as ggml stores them).
+State from_q4_k(const float* w) {
+  kernels::BlockQ4_K block;
+  kernels::reference::quantize_row_q4_k(w, &block, groups * length, nullptr);
+  State s;
+  s.p.d = block.d;
+  s.p.dmin = block.dmin;
+  for (int j = 0; j < groups; ++j)
+    kernels::scale_min_k4(j, block.scales, &s.p.sc[j], &s.p.m[j]);
+  for (int j = 0; j < groups; ++j) {
+    const std::uint8_t* bytes = block.qs + 16 * (j / 2 * 2);
+    for (int l = 0; l < length; ++l)
+      s.q[length * j + l] = static_cast<std::uint8_t>(j % 2 == 0 ? bytes[l] & 0xf : bytes[l] >> 4);
+  }
+  const float d = float16_to_float(s.p.d), dmin = float16_to_float(s.p.dmin);
+  for (int j = 0; j < groups; ++j)
+    s.err[j] = group_error(w + length * j, affine(d, dmin, s.p.sc[j], s.p.m[j]), s.q + length * j);
+  return s;
+}
+
+// The (d, dmin) minimizing Σ (w − d · sc · q + dmin · m)² for the state's integers; false when
+// the system is singular.
+bool least_squares(const float* w, const State& s, double& d, double& dmin) {
+  double aa = 0, ab = 0, bb = 0, wa = 0, wb = 0;
+  for (int j = 0; j < groups; ++j) {
+    const double b = s.p.m[j];
+    for (int l = 0; l < length; ++l) {
+      const double a = double{s.p.sc[j]} * s.q[length * j + l];
+      const double x = w[length * j + l];
+      aa += a * a;
+      ab += a * b;
+      bb += b * b;
+      wa += x * a;
+      wb += x * b;
+    }
+  }
+  if (bb == 0) {  // no minimums: d alone
+    if (aa == 0) return false;
+    d = wa / aa;
+    dmin = 0;
+    return true;
+  }
+  // [aa −ab; −ab bb] · [d; dmin] = [wa; −wb]
+  const double det = aa * bb - ab * ab;
+  if (!(std::fabs(det) > 1e-12 * aa * bb)) return false;
+  d = (wa * bb - ab * wb) / det;
+  dmin = (wa * ab - aa * wb) / det;
+  return true;
+}
+
+// Re-rounds every group's codes to (d, dmin) and keeps the state if its error is lower.
+void try_factors(const float* w, std::uint16_t d16, std::uint16_t dmin16, State& best) {
+  if (!finite16(d16) || !finite16(dmin16)) return;
+  State c = best;
+  c.p.d = d16;
+  c.p.dmin = dmin16;
+  const float d = float16_to_float(d16), dmin = float16_to_float(dmin16);
+  for (int j = 0; j < groups; ++j)
+    c.err[j] = round_group(w + length * j, affine(d, dmin, c.p.sc[j], c.p.m[j]), c.q + length * j);
+  if (c.total() < best.total()) best = c;
+}
+
+// Every sc, m within ±window of group j's, the codes re-rounded: keeps the best.
+void refine_group(const float* w, int j, State& s) {
+  const float d = float16_to_float(s.p.d), dmin = float16_to_float(s.p.dmin);
+  std::uint8_t q[length];
+  const int sc0 = s.p.sc[j], m0 = s.p.m[j];
+  for (int sc = std::max(0, sc0 - window); sc <= std::min(63, sc0 + window); ++sc) {
+    for (int m = std::max(0, m0 - window); m <= std::min(63, m0 + window); ++m) {
+      const double err = round_group(w + length * j, affine(d, dmin, sc, m), q);
+      if (err < s.err[j]) {
+        s.err[j] = err;
+        s.p.sc[j] = static_cast<std::uint8_t>(sc);
+        s.p.m[j] = static_cast<std::uint8_t>(m);
+        std::memcpy(s.q + length * j, q, length);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+SuperBlock search_superblock(const float* w, std::uint8_t* q, int passes) {
+  State best = from_q4_k(w);
+  for (int pass = 0; pass < passes; ++pass) {
+    const double before = best.total();
+    double d = 0, dmin = 0;
+    if (least_squares(w, best, d, dmin)) {
+      const std::uint16_t d16 = float_to_float16(static_cast<float>(d));
+      const std::uint16_t dmin16 = float_to_float16(static_cast<float>(dmin));
+      for (int a = -1; a <= 1; ++a)
+        for (int b = -1; b <= 1; ++b)
+          try_factors(w, static_cast<std::uint16_t>(d16 + a), static_cast<std::uint16_t>(dmin16 + b),
+                      best);
+    }
+    for (int j = 0; j < groups; ++j)
+      refine_group(w, j, best);
+    if (!(best.total() < before)) break;
+  }
+  std::memcpy(q, best.q, sizeof best.q);
+  return best.p;
+}
+
+}  // namespace lucid::quantization::weight_only

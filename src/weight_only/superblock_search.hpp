@@ -1,0 +1,25 @@
+// Internal: the search behind the super6 weight-only format (ScaleType::super6): Q4_K's search,
+// then a least-squares refit of the super-block factors and a local search of the sub-parameters.
+#pragma once
+
+#include <cstdint>
+
+namespace lucid::quantization::weight_only {
+
+/// One super-block of 8 groups of 32 (docs/formats.md, "Super-block format"):
+/// ŵ = fl(fl(d · sc[j]) · q) − fl(dmin · m[j]) for group j, q in 0..15, sc and m in 0..63.
+struct SuperBlock {
+  std::uint16_t d = 0, dmin = 0;  ///< float16 bits
+  std::uint8_t sc[8] = {}, m[8] = {};
+};
+
+/// Chooses the parameters and the codes q[0, 256) of 256 finite weights w: starts from what
+/// ggml's Q4_K quantizer stores (lucidq's byte-identical reference quantize_row_q4_k), then up
+/// to `passes` times refits (d, dmin) by least squares over the super-block (with the float16
+/// neighbours of the fit), re-rounds the codes to the stored parameters and tries every sc, m
+/// within ±2 of each group's, keeping a change only when it lowers Σ (w − ŵ)² evaluated with the
+/// stored values. So its error is never above Q4_K's. Deterministic. Throws nothing; a d or
+/// dmin that would overflow float16 is never chosen.
+SuperBlock search_superblock(const float* w, std::uint8_t* q, int passes = 3);
+
+}  // namespace lucid::quantization::weight_only
