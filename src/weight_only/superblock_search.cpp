@@ -97,7 +97,7 @@ bool least_squares(const float* w, const State& s, double& d, double& dmin) {
   for (int j = 0; j < groups; ++j) {
     const double b = s.p.m[j];
     for (int l = 0; l < length; ++l) {
-      const double a = double{s.p.sc[j]} * s.q[length * j + l];
+      const double a = static_cast<double>(s.p.sc[j]) * s.q[length * j + l];
       const double x = w[length * j + l];
       aa += a * a;
       ab += a * b;
