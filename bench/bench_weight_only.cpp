@@ -200,6 +200,7 @@ void accuracy(const Options& o) {
   std::vector<Q::WeightOnlyFormat> formats;
   using G = Q::WeightOnlyGrid;
   using S = Q::ScaleType;
+  formats.push_back(make(4, 32, false, S::super6));  // 4.5 bits, Q4_K's layout of information
   for (const G grid : {G::min_max, G::search}) {
     formats.push_back(make(4, 32, true, S::f16, grid));    // 4.5 bits: Q4_0 / Q4_K's
     formats.push_back(make(4, 64, false, S::f16, grid));   // 4.375
@@ -296,6 +297,7 @@ void speed(const Options& o) {
   }
   using S = Q::ScaleType;
   const SpeedFormat formats[] = {
+      {make(4, 32, false, S::super6), "Q4_0 / Q4_K"},
       {make(4, 32, true, S::f16), "Q4_0 / Q4_K"},
       {make(4, 128, true, S::bf16), ""},
       {make(4, 128, true, S::f32), ""},
@@ -330,8 +332,9 @@ void speed(const Options& o) {
       }
       // Cold copies (bytes > 2.5 × L3) for M = 1, on the fast-to-build min_max grid.
       std::vector<Q::PackedWeightsLowBit> copies{packed};
+      // (super6 has one search; its copies take the same time to stream.)
       Q::WeightOnlyFormat fast = sf.format;
-      fast.grid = Q::WeightOnlyGrid::min_max;
+      if (fast.scale_type != Q::ScaleType::super6) fast.grid = Q::WeightOnlyGrid::min_max;
       const double l3 = o.l3_mib * (1 << 20);
       while (static_cast<double>(copies.size() * packed.packed_bytes()) < 2.5 * l3)
         copies.push_back(Q::PackedWeightsLowBit::quantize(p.w.data(), p.n, p.k, p.k, fast));

@@ -226,6 +226,10 @@ TEST_F(WeightOnlySuper, Errors) {
                                        Q::testing::make_format(4, 32, true, Q::ScaleType::super6)}) {
     EXPECT_ERROR_CONTAINS(f.validate(), "expected bits = 4, group_size = 32, symmetric = false");
   }
+  EXPECT_ERROR_CONTAINS(Q::testing::make_format(4, 32, false, Q::ScaleType::super6,
+                                                Q::WeightOnlyGrid::min_max)
+                            .validate(),
+                        "grid = min_max (expected search");
   const auto packed = Q::PackedWeightsLowBit::quantize(w.data(), 2, 256, 256, super6);
   EXPECT_ERROR_CONTAINS(packed.to_quantized(), "integer zero points cannot express");
   EXPECT_ERROR_CONTAINS(packed.zero_points(), "expected offsets()");

@@ -81,7 +81,10 @@ class WeightOnlyLinear:
 
         bits: 4 or 8; group_size: 32, 64, 128, 256, or None / 0 for per-channel;
         symmetric: signed grid, zero point 0 (else affine, unsigned grid);
-        scale_type: "f32", "bf16" or "f16"; grid: "search" (the error-minimizing
+        scale_type: "f32", "bf16", "f16", or "super6" (bits=4, group_size=32,
+        symmetric=False only, in_features a multiple of 256: 6-bit scales and
+        minimums under float16 super-blocks of 256, ggml Q4_K's 4.5 bits with a
+        lower error; the 4.5-bit recommendation); grid: "search" (the error-minimizing
         grid over every level, the default) or "min_max" (the core's min/max
         qparams); activations: "float32" (float FMAs, weight
         error only), "int8" (each row of x quantized dynamically to uint8 and

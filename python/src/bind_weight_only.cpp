@@ -10,7 +10,9 @@ Q::ScaleType scale_type_from(const std::string& name) {
   if (name == "f32" || name == "float32") return Q::ScaleType::f32;
   if (name == "bf16" || name == "bfloat16") return Q::ScaleType::bf16;
   if (name == "f16" || name == "float16") return Q::ScaleType::f16;
-  throw Q::Error("scale_type = \"" + name + "\" (expected \"f32\", \"bf16\" or \"f16\")");
+  if (name == "super6") return Q::ScaleType::super6;
+  throw Q::Error("scale_type = \"" + name +
+                 "\" (expected \"f32\", \"bf16\", \"f16\" or \"super6\")");
 }
 
 Q::WeightOnlyGrid grid_from(const std::string& name) {
@@ -116,7 +118,9 @@ py::dict format_dict(const Q::WeightOnlyFormat& f) {
 void bind_weight_only(py::module_& m) {
   py::class_<Q::PackedWeightsLowBit> cls(m, "PackedWeightsLowBit", R"doc(
 A weight W[N, K] quantized group-wise to int4 or int8 (symmetric or affine,
-groups of 32 / 64 / 128 / 256 along K or per-channel, f32, bf16 or f16 scales,
+groups of 32 / 64 / 128 / 256 along K or per-channel, f32, bf16 or f16 scales, or
+"super6" (int4 affine groups of 32 with 6-bit scales and minimums under float16
+super-blocks of 256: Q4_K's 4.5 bits, lower error),
 the error-minimizing "search" grid or the core's "min_max" one) and
 packed once for weight_only_linear, which decodes it inside the kernel.
 Immutable. See docs/formats.md, "Weight-only group formats".
@@ -145,11 +149,17 @@ Immutable. See docs/formats.md, "Weight-only group formats".
     return vector_to_numpy(w.zero_points(), {w.rows(), w.groups_per_row()});
   });
   cls.def(
+      "offsets",
+      [](const Q::PackedWeightsLowBit& w) {
+        return vector_to_numpy(w.offsets(), {w.rows(), w.groups_per_row()});
+      },
+      "Offsets o [N, groups] with ŵ = s · q − o (fl(s · z), or fl(dmin · m) for super6).");
+  cls.def(
       "decode",
       [](const Q::PackedWeightsLowBit& w) {
         return vector_to_numpy(w.decode(), {w.rows(), w.columns()});
       },
-      "ŵ = s · (q − z) as float32 [N, K] (the kernels never form it).");
+      "ŵ = s · (q − z) (super6: fl(s · q) − o) as float32 [N, K] (the kernels never form it).");
   cls.def("__repr__", [](const Q::PackedWeightsLowBit& w) {
     return "PackedWeightsLowBit(rows=" + std::to_string(w.rows()) +
            ", columns=" + std::to_string(w.columns()) + ", format=\"" + w.format().describe() +

@@ -267,3 +267,35 @@ def test_readme_example_runs():
     section = readme.split("## Weight-only low-bit layers", 1)[1]
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     exec(compile(code, "README.md", "exec"), {})
+
+
+def test_super6_scale_type(rng):
+    """scale_type="super6": 4.5 bits per weight, ŵ = s · q − o from scales() and offsets(),
+    the product within float rounding of x · ŵᵀ; no QuantizedTensor form, no zero points; the
+    other fields must be int4 affine g32 and K a multiple of 256."""
+    n, k, m = 20, 512, 3
+    w = rng.standard_normal((n, k)).astype(np.float32)
+    x = rng.standard_normal((m, k)).astype(np.float32)
+    layer = Q.WeightOnlyLinear.from_float(
+        w, bits=4, group_size=32, symmetric=False, scale_type="super6", activations="float32"
+    )
+    packed = layer.weight
+    assert layer.format["scale_type"] == "super6"
+    assert packed.packed_bytes * 8 == 4.5 * 32 * k  # two panels of 16 channels
+    q = packed.codes()
+    assert q.min() >= 0 and q.max() <= 15
+    cols = np.arange(k) // 32
+    s, o = packed.scales()[:, cols], packed.offsets()[:, cols]
+    np.testing.assert_array_equal(packed.decode(), (s * q).astype(np.float32) - o)
+    y_true = x.astype(np.float64) @ packed.decode().astype(np.float64).T
+    np.testing.assert_allclose(layer(x), y_true, rtol=1e-4, atol=1e-3)
+    with pytest.raises(ValueError, match="integer zero points cannot express"):
+        packed.to_quantized()
+    with pytest.raises(ValueError, match="offsets"):
+        packed.zero_points()
+    with pytest.raises(ValueError, match="multiple of 256"):
+        Q.PackedWeightsLowBit.quantize(
+            w[:, :320], bits=4, group_size=32, symmetric=False, scale_type="super6"
+        )
+    with pytest.raises(ValueError, match="group_size = 32"):
+        Q.PackedWeightsLowBit.quantize(w, bits=4, group_size=64, symmetric=False, scale_type="super6")

@@ -294,6 +294,10 @@ void WeightOnlyFormat::validate() const {
                 " (expected bits = 4, group_size = 32, symmetric = false: super6 is int4 affine "
                 "groups of 32 under super-blocks of 256)");
   }
+  if (scale_type == ScaleType::super6 && grid != WeightOnlyGrid::search) {
+    throw Error("WeightOnlyFormat: super6 scales with grid = " + to_string(grid) +
+                " (expected search: super6 has its own search, docs/formats.md)");
+  }
   if (grid != WeightOnlyGrid::search && grid != WeightOnlyGrid::min_max) {
     throw Error("WeightOnlyFormat: grid = " + std::to_string(static_cast<int>(grid)) +
                 " (expected search or min_max)");
