@@ -16,7 +16,7 @@ namespace {
 
 constexpr int groups = 8;
 constexpr int length = 32;
-constexpr int window = 2;  // sc and m tried within ±window of the current ones
+constexpr int window = 3;  // sc and m tried within ±window of the current ones
 
 // A float16 bit pattern that is finite.
 bool finite16(std::uint16_t bits) {

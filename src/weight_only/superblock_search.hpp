@@ -17,9 +17,9 @@ struct SuperBlock {
 /// ggml's Q4_K quantizer stores (lucidq's byte-identical reference quantize_row_q4_k), then up
 /// to `passes` times refits (d, dmin) by least squares over the super-block (with the float16
 /// neighbours of the fit), re-rounds the codes to the stored parameters and tries every sc, m
-/// within ±2 of each group's, keeping a change only when it lowers Σ (w − ŵ)² evaluated with the
+/// within ±3 of each group's, keeping a change only when it lowers Σ (w − ŵ)² evaluated with the
 /// stored values. So its error is never above Q4_K's. Deterministic. Throws nothing; a d or
 /// dmin that would overflow float16 is never chosen.
-SuperBlock search_superblock(const float* w, std::uint8_t* q, int passes = 3);
+SuperBlock search_superblock(const float* w, std::uint8_t* q, int passes = 4);
 
 }  // namespace lucid::quantization::weight_only
