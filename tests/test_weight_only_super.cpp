@@ -183,13 +183,12 @@ TEST_F(WeightOnlySuper, EveryTierMatchesTheReference) {
         const std::vector<float> spec = blocks_spec(x, m, packed, b);
         const Exact e = exact(x, m, packed, b);
         using A = Q::WeightOnlyActivations;
-        const std::vector<float> dynamic_ref = run(Q::Isa::reference, 1, x, m, packed, b,
-                                                   A::int8_dynamic);
+        const std::vector<float> dynamic_ref =
+            run(Q::Isa::reference, 1, x, m, packed, b, A::int8_dynamic);
         for (const Q::Isa isa : Q::supported_isas()) {
           for (const int threads : {1, 2}) {
-            SCOPED_TRACE(Q::to_string(isa) + " threads=" + std::to_string(threads) +
-                         " m=" + std::to_string(m) + " n=" + std::to_string(n) +
-                         " k=" + std::to_string(k));
+            SCOPED_TRACE(Q::to_string(isa) + " threads=" + std::to_string(threads) + " m=" +
+                         std::to_string(m) + " n=" + std::to_string(n) + " k=" + std::to_string(k));
             ASSERT_EQ(run(isa, threads, x, m, packed, b, A::int8_blocks), spec);
             ASSERT_EQ(run(isa, threads, x, m, packed, b, A::int8_dynamic), dynamic_ref);
             const std::vector<float> y = run(isa, threads, x, m, packed, b, A::float32);
@@ -210,9 +209,9 @@ TEST_F(WeightOnlySuper, AutomaticTakesBlocks) {
   const auto packed = Q::PackedWeightsLowBit::quantize(w.data(), 1, 256, 256, super6);
   for (const Q::Isa isa : Q::supported_isas()) {
     Q::set_isa(isa);
-    EXPECT_EQ(Q::resolve_activations({}, 1, packed),
-              isa == Q::Isa::reference ? Q::WeightOnlyActivations::float32
-                                       : Q::WeightOnlyActivations::int8_blocks)
+    EXPECT_EQ(Q::resolve_activations({}, 1, packed), isa == Q::Isa::reference
+                                                         ? Q::WeightOnlyActivations::float32
+                                                         : Q::WeightOnlyActivations::int8_blocks)
         << Q::to_string(isa);
   }
 }
@@ -221,15 +220,16 @@ TEST_F(WeightOnlySuper, Errors) {
   const std::vector<float> w(2 * 320, 0.25f);
   EXPECT_ERROR_CONTAINS(Q::PackedWeightsLowBit::quantize(w.data(), 2, 320, 320, super6),
                         "k = 320 (expected a multiple of 256 for super6");
-  for (const Q::WeightOnlyFormat& f : {Q::testing::make_format(8, 32, false, Q::ScaleType::super6),
-                                       Q::testing::make_format(4, 64, false, Q::ScaleType::super6),
-                                       Q::testing::make_format(4, 32, true, Q::ScaleType::super6)}) {
+  for (const Q::WeightOnlyFormat& f :
+       {Q::testing::make_format(8, 32, false, Q::ScaleType::super6),
+        Q::testing::make_format(4, 64, false, Q::ScaleType::super6),
+        Q::testing::make_format(4, 32, true, Q::ScaleType::super6)}) {
     EXPECT_ERROR_CONTAINS(f.validate(), "expected bits = 4, group_size = 32, symmetric = false");
   }
-  EXPECT_ERROR_CONTAINS(Q::testing::make_format(4, 32, false, Q::ScaleType::super6,
-                                                Q::WeightOnlyGrid::min_max)
-                            .validate(),
-                        "grid = min_max (expected search");
+  EXPECT_ERROR_CONTAINS(
+      Q::testing::make_format(4, 32, false, Q::ScaleType::super6, Q::WeightOnlyGrid::min_max)
+          .validate(),
+      "grid = min_max (expected search");
   const auto packed = Q::PackedWeightsLowBit::quantize(w.data(), 2, 256, 256, super6);
   EXPECT_ERROR_CONTAINS(packed.to_quantized(), "integer zero points cannot express");
   EXPECT_ERROR_CONTAINS(packed.zero_points(), "expected offsets()");

@@ -77,9 +77,9 @@ struct Plain {
   WeightOnlyFormat format;
   QDtype qdtype = qint4;
   QScheme qscheme = QScheme::PER_CHANNEL_SYMMETRIC;
-  std::vector<std::int32_t> codes;        // [n, k], on qdtype's grid
-  std::vector<float> scales;              // [n, groups]
-  std::vector<std::int32_t> zero_points;  // [n, groups]
+  std::vector<std::int32_t> codes;              // [n, k], on qdtype's grid
+  std::vector<float> scales;                    // [n, groups]
+  std::vector<std::int32_t> zero_points;        // [n, groups]
   std::vector<weight_only::SuperBlock> supers;  // super6: [n, k / 256] instead of both
 };
 
@@ -289,8 +289,8 @@ void WeightOnlyFormat::validate() const {
   }
   if (scale_type == ScaleType::super6 && (bits != 4 || group_size != 32 || symmetric)) {
     throw Error("WeightOnlyFormat: super6 scales with bits = " + std::to_string(bits) +
-                ", group_size = " + str(group_size) + ", symmetric = " +
-                (symmetric ? "true" : "false") +
+                ", group_size = " + str(group_size) +
+                ", symmetric = " + (symmetric ? "true" : "false") +
                 " (expected bits = 4, group_size = 32, symmetric = false: super6 is int4 affine "
                 "groups of 32 under super-blocks of 256)");
   }
@@ -528,23 +528,23 @@ std::vector<T> per_group(const PackedView& v, F&& f) {
 
 std::vector<float> PackedWeightsLowBit::scales() const {
   const PackedView& v = layout().view;
-  return per_group<float>(v, [&](std::int64_t panel, std::int64_t j, const std::uint8_t* meta,
-                                 std::int64_t c) {
-    return v.superblock() ? weight_only::group_affine(v, panel, j, meta, c).scale
-                          : weight_only::meta_scale(v, meta, c);
-  });
+  return per_group<float>(
+      v, [&](std::int64_t panel, std::int64_t j, const std::uint8_t* meta, std::int64_t c) {
+        return v.superblock() ? weight_only::group_affine(v, panel, j, meta, c).scale
+                              : weight_only::meta_scale(v, meta, c);
+      });
 }
 
 std::vector<float> PackedWeightsLowBit::offsets() const {
   const Layout& l = layout();
   const PackedView& v = l.view;
-  return per_group<float>(v, [&](std::int64_t panel, std::int64_t j, const std::uint8_t* meta,
-                                 std::int64_t c) {
-    if (v.superblock()) return weight_only::group_affine(v, panel, j, meta, c).offset;
-    const std::int32_t z =
-        v.symmetric ? 0 : weight_only::meta_zero_point(v, meta, c) + l.code_offset;
-    return weight_only::meta_scale(v, meta, c) * static_cast<float>(z);
-  });
+  return per_group<float>(
+      v, [&](std::int64_t panel, std::int64_t j, const std::uint8_t* meta, std::int64_t c) {
+        if (v.superblock()) return weight_only::group_affine(v, panel, j, meta, c).offset;
+        const std::int32_t z =
+            v.symmetric ? 0 : weight_only::meta_zero_point(v, meta, c) + l.code_offset;
+        return weight_only::meta_scale(v, meta, c) * static_cast<float>(z);
+      });
 }
 
 std::vector<std::int32_t> PackedWeightsLowBit::zero_points() const {

@@ -162,8 +162,8 @@ SuperBlock search_superblock(const float* w, std::uint8_t* q, int passes) {
       const std::uint16_t dmin16 = float_to_float16(static_cast<float>(dmin));
       for (int a = -1; a <= 1; ++a)
         for (int b = -1; b <= 1; ++b)
-          try_factors(w, static_cast<std::uint16_t>(d16 + a), static_cast<std::uint16_t>(dmin16 + b),
-                      best);
+          try_factors(w, static_cast<std::uint16_t>(d16 + a),
+                      static_cast<std::uint16_t>(dmin16 + b), best);
     }
     for (int j = 0; j < groups; ++j)
       refine_group(w, j, best);

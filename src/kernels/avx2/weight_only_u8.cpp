@@ -255,8 +255,8 @@ void rows_of_panel(const Int8Args& a, std::int64_t panel, std::int64_t row0) {
     // The group's flush: acc = fma(s, float(dot), acc); affine: acc = fnmadd(fl(s · zw), X, acc).
     const std::uint8_t* meta = rec + v.code_bytes(len);
     for (int h = 0; h < 2; ++h) {
-      const GroupAffine8 g = load_half_affine(v, v.data + panel * v.panel_bytes, j, meta, h,
-                                              Bits == 8 ? 128 : 0);
+      const GroupAffine8 g =
+          load_half_affine(v, v.data + panel * v.panel_bytes, j, meta, h, Bits == 8 ? 128 : 0);
       const __m256 s = g.scale;
       const __m256 szw = g.offset;
       for (int r = 0; r < R; ++r) {

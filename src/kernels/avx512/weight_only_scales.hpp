@@ -24,9 +24,9 @@ inline __m512 load_group_scales(const PackedView& v, const std::uint8_t* meta) {
 /// fl(s · (z' − zero_shift)) for the 16 stored zero points z' of an affine record.
 inline __m512 affine_offsets(const PackedView& v, const std::uint8_t* meta, __m512 scales,
                              int zero_shift) {
-  const __m512i z = _mm512_sub_epi32(
-      _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(meta + v.scale_bytes()))),
-      _mm512_set1_epi32(zero_shift));
+  const __m512i z = _mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128(
+                                         reinterpret_cast<const __m128i*>(meta + v.scale_bytes()))),
+                                     _mm512_set1_epi32(zero_shift));
   return _mm512_mul_ps(scales, _mm512_cvtepi32_ps(z));
 }
 
@@ -47,7 +47,8 @@ inline GroupAffine16 load_group_affine(const PackedView& v, const std::uint8_t* 
     const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(super)));
     const __m512 dmin =
         _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(super + 32)));
-    const __m512i low = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(meta)));
+    const __m512i low =
+        _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(meta)));
     const __m512i shifts =
         _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     std::int32_t sc_high, m_high;
@@ -56,9 +57,8 @@ inline GroupAffine16 load_group_affine(const PackedView& v, const std::uint8_t* 
     const __m512i three = _mm512_set1_epi32(3), fifteen = _mm512_set1_epi32(15);
     const __m512i sc = _mm512_or_si512(
         _mm512_and_si512(low, fifteen),
-        _mm512_slli_epi32(_mm512_and_si512(_mm512_srlv_epi32(_mm512_set1_epi32(sc_high), shifts),
-                                           three),
-                          4));
+        _mm512_slli_epi32(
+            _mm512_and_si512(_mm512_srlv_epi32(_mm512_set1_epi32(sc_high), shifts), three), 4));
     const __m512i m = _mm512_or_si512(
         _mm512_srli_epi32(low, 4),
         _mm512_slli_epi32(

@@ -171,8 +171,8 @@ void rows_block(const Int8Args& a, std::int64_t panel0, int panels, std::int64_t
           if (v.superblock()) {
             const GroupAffine16 g = load_group_affine(v, base[p], j, meta);
             for (int r = 0; r < R; ++r) {
-              acc[r][p] = int8_stage::flush_super_block(
-                  acc[r][p], g, x_scales[r], dot[r][p], a.xq_group_sums[(row0 + r) * v.groups + j]);
+              acc[r][p] = int8_stage::flush_super_block(acc[r][p], g, x_scales[r], dot[r][p],
+                                                        a.xq_group_sums[(row0 + r) * v.groups + j]);
             }
             continue;
           }
@@ -192,7 +192,8 @@ void rows_block(const Int8Args& a, std::int64_t panel0, int panels, std::int64_t
       const GroupAffine16 g = load_group_affine(v, base[p], j, meta, Bits == 8 ? 128 : 0);
       for (int r = 0; r < R; ++r) {
         const float group_sum = Symmetric ? 0.0f : a.x_group_sums[(row0 + r) * v.groups + j];
-        acc[r][p] = int8_stage::flush<Symmetric>(acc[r][p], g.scale, dot[r][p], g.offset, group_sum);
+        acc[r][p] =
+            int8_stage::flush<Symmetric>(acc[r][p], g.scale, dot[r][p], g.offset, group_sum);
       }
     }
   }

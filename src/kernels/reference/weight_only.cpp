@@ -112,8 +112,8 @@ void weight_only_u8_16c__reference(const Int8Args& a, std::int64_t panel_begin,
             // acc = fma(−fl(o · s_x), Sx, acc).
             const GroupAffine p = group_affine(v, g.panel, j, g.meta, c);
             acc = std::fma(p.scale * sx, static_cast<float>(dot), acc);
-            return std::fma(-(p.offset * sx),
-                            static_cast<float>(a.xq_group_sums[r * v.groups + j]), acc);
+            return std::fma(-(p.offset * sx), static_cast<float>(a.xq_group_sums[r * v.groups + j]),
+                            acc);
           }
           return std::fma(meta_scale(v, g.meta, c) * sx, static_cast<float>(dot), acc);
         },
