@@ -37,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "ggml_q8_k.hpp"
 #include "lucid/quantization/ggml_quants.hpp"
 #include "lucid/quantization/ggml_type.hpp"
 #include "lucid/quantization/runtime.hpp"
@@ -84,28 +85,6 @@ std::vector<double> product(const std::vector<float>& w, const std::vector<float
     y[static_cast<std::size_t>(r)] = acc;
   }
   return y;
-}
-
-// ggml's quantize_row_q8_K rule (blocks of 256: d = max / −127 on the signed extreme, q clamped
-// to 127), decoded back to float.
-std::vector<float> q8_k_round_trip(const std::vector<float>& x) {
-  std::vector<float> out(x.size(), 0.0f);
-  for (std::size_t b = 0; b < x.size(); b += 256) {
-    float amax = 0, max = 0;
-    for (std::size_t i = b; i < b + 256; ++i) {
-      if (std::abs(x[i]) > amax) {
-        amax = std::abs(x[i]);
-        max = x[i];
-      }
-    }
-    if (amax == 0) continue;
-    const float iscale = -127.f / max;
-    for (std::size_t i = b; i < b + 256; ++i) {
-      const int q = std::min(127, static_cast<int>(std::nearbyint(iscale * x[i])));
-      out[i] = static_cast<float>(q) * (1 / iscale);
-    }
-  }
-  return out;
 }
 
 Q::WeightOnlyFormat make(int bits, std::int64_t group, bool symmetric, Q::ScaleType scales,
@@ -156,7 +135,7 @@ Errors ggml_errors(const Problem& p, Q::GgmlType type) {
     e.float_x.add(p.ref[t], product(decoded, p.xs[t], p.n, p.k));
     const std::vector<float> xq =
         type == Q::GgmlType::Q4_K
-            ? q8_k_round_trip(p.xs[t])
+            ? lucidq_bench::q8_k_round_trip(p.xs[t])
             : Q::ggml_round_trip_rows(Q::GgmlType::Q8_0, p.xs[t].data(), 1, p.k);
     e.int8_x.add(p.ref[t], product(decoded, xq, p.n, p.k));
   }

@@ -9,6 +9,7 @@
 #include <random>
 #include <vector>
 
+#include "../bench/ggml_q8_k.hpp"
 #include "lucid/quantization/ggml_quants.hpp"
 #include "lucid/quantization/ggml_type.hpp"
 #include "lucid/quantization/weight_only.hpp"
@@ -44,28 +45,6 @@ double relative_error(const Y& y, const std::vector<double>& ref) {
   return std::sqrt(e / r);
 }
 
-// ggml's quantize_row_q8_K rule (Q4_K's vec_dot partner; blocks of 256: d = max / −127 on the
-// signed extreme, q clamped to 127), decoded back to float.
-std::vector<float> q8_k_round_trip(const std::vector<float>& x) {
-  std::vector<float> out(x.size(), 0.0f);
-  for (std::size_t b = 0; b < x.size(); b += 256) {
-    float amax = 0, max = 0;
-    for (std::size_t i = b; i < b + 256; ++i) {
-      if (std::abs(x[i]) > amax) {
-        amax = std::abs(x[i]);
-        max = x[i];
-      }
-    }
-    if (amax == 0) continue;
-    const float iscale = -127.f / max;
-    for (std::size_t i = b; i < b + 256; ++i) {
-      const int q = std::min(127, static_cast<int>(std::nearbyint(iscale * x[i])));
-      out[i] = static_cast<float>(q) * (1 / iscale);
-    }
-  }
-  return out;
-}
-
 struct Errors {
   double float_x = 0, int8_x = 0;  ///< float activations; each side's int8 activation rule
 };
@@ -76,7 +55,7 @@ Errors ggml_errors(Q::GgmlType type, const std::vector<float>& w, const std::vec
                    const std::vector<double>& ref) {
   const std::vector<float> decoded = Q::ggml_round_trip_rows(type, w.data(), n, k);
   const std::vector<float> xq = type == Q::GgmlType::Q4_K
-                                    ? q8_k_round_trip(x)
+                                    ? lucidq_bench::q8_k_round_trip(x)
                                     : Q::ggml_round_trip_rows(Q::GgmlType::Q8_0, x.data(), m, k);
   return {relative_error(product(decoded, x), ref), relative_error(product(decoded, xq), ref)};
 }
