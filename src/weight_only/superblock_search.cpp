@@ -9,6 +9,7 @@
 #include "kernels/ggml_blocks.hpp"
 #include "kernels/ggml_kquant_finish.hpp"
 #include "kernels/reference/ggml_kernels.hpp"
+#include "kernels/reference/ggml_search.hpp"
 #include "lucid/quantization/scalar_type.hpp"
 
 namespace lucid::quantization::weight_only {
@@ -70,10 +71,8 @@ struct State {
   }
 };
 
-// Q4_K's block for w, unpacked into a State (its codes as ggml stores them).
-State from_q4_k(const float* w) {
-  kernels::BlockQ4_K block;
-  kernels::reference::quantize_row_q4_k(w, &block, groups * length, nullptr);
+// A Q4_K block of w unpacked into a State (its codes as ggml stores them).
+State from_block(const float* w, const kernels::BlockQ4_K& block) {
   State s;
   s.p.d = block.d;
   s.p.dmin = block.dmin;
@@ -88,6 +87,30 @@ State from_q4_k(const float* w) {
   for (int j = 0; j < groups; ++j)
     s.err[j] = group_error(w + length * j, affine(d, dmin, s.p.sc[j], s.p.m[j]), s.q + length * j);
   return s;
+}
+
+// Q4_K's block for w (ggml's search, each element weighted by rms(w) + |w|).
+State from_q4_k(const float* w) {
+  kernels::BlockQ4_K block;
+  kernels::reference::quantize_row_q4_k(w, &block, groups * length, nullptr);
+  return from_block(w, block);
+}
+
+// ggml's Q4_K search and block finish with every element weighted 1: the plain squared error
+// that the output error follows.
+State from_unweighted(const float* w) {
+  float scales[groups], mins[groups];
+  std::uint8_t L[groups * length], Laux[length];
+  float ones[length];
+  std::fill(ones, ones + length, 1.0f);
+  for (int j = 0; j < groups; ++j) {
+    scales[j] = kernels::reference::make_qkx2_quants(length, 15, w + length * j, ones,
+                                                     L + length * j, &mins[j], Laux, -1.0f, 0.1f,
+                                                     20, false);
+  }
+  kernels::BlockQ4_K block;
+  kernels::finish_q4_k(w, scales, mins, nullptr, L, block);
+  return from_block(w, block);
 }
 
 // The (d, dmin) minimizing Σ (w − d · sc · q + dmin · m)² for the state's integers; false when
@@ -150,10 +173,9 @@ void refine_group(const float* w, int j, State& s) {
   }
 }
 
-}  // namespace
-
-SuperBlock search_superblock(const float* w, std::uint8_t* q, int passes) {
-  State best = from_q4_k(w);
+// The local search from `best`: up to `passes` rounds of the least-squares factors and the
+// sub-parameter window.
+void refine(const float* w, int passes, State& best) {
   for (int pass = 0; pass < passes; ++pass) {
     const double before = best.total();
     double d = 0, dmin = 0;
@@ -169,6 +191,16 @@ SuperBlock search_superblock(const float* w, std::uint8_t* q, int passes) {
       refine_group(w, j, best);
     if (!(best.total() < before)) break;
   }
+}
+
+}  // namespace
+
+SuperBlock search_superblock(const float* w, std::uint8_t* q, int passes) {
+  State best = from_q4_k(w);
+  refine(w, passes, best);
+  State other = from_unweighted(w);
+  refine(w, passes, other);
+  if (other.total() < best.total()) best = other;
   std::memcpy(q, best.q, sizeof best.q);
   return best.p;
 }

@@ -13,13 +13,14 @@ struct SuperBlock {
   std::uint8_t sc[8] = {}, m[8] = {};
 };
 
-/// Chooses the parameters and the codes q[0, 256) of 256 finite weights w: starts from what
-/// ggml's Q4_K quantizer stores (lucidq's byte-identical reference quantize_row_q4_k), then up
-/// to `passes` times refits (d, dmin) by least squares over the super-block (with the float16
-/// neighbours of the fit), re-rounds the codes to the stored parameters and tries every sc, m
-/// within ±3 of each group's, keeping a change only when it lowers Σ (w − ŵ)² evaluated with the
-/// stored values. So its error is never above Q4_K's. Deterministic. Throws nothing; a d or
-/// dmin that would overflow float16 is never chosen.
+/// Chooses the parameters and the codes q[0, 256) of 256 finite weights w. Two starts: what
+/// ggml's Q4_K quantizer stores (lucidq's byte-identical reference quantize_row_q4_k), and
+/// ggml's same search and block finish with unit element weights. From each, up to `passes`
+/// times: refit (d, dmin) by least squares over the super-block (with the float16 neighbours of
+/// the fit), re-round the codes to the stored parameters, try every sc, m within ±3 of each
+/// group's; a change is kept only when it lowers Σ (w − ŵ)² evaluated with the stored values.
+/// The better of the two ends is returned, so its error is never above Q4_K's. Deterministic.
+/// Throws nothing; a d or dmin that would overflow float16 is never chosen.
 SuperBlock search_superblock(const float* w, std::uint8_t* q, int passes = 4);
 
 }  // namespace lucid::quantization::weight_only
