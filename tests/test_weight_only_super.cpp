@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -233,6 +234,44 @@ TEST_F(WeightOnlySuper, Errors) {
   const auto packed = Q::PackedWeightsLowBit::quantize(w.data(), 2, 256, 256, super6);
   EXPECT_ERROR_CONTAINS(packed.to_quantized(), "integer zero points cannot express");
   EXPECT_ERROR_CONTAINS(packed.zero_points(), "expected offsets()");
+}
+
+}  // namespace
+
+namespace {
+
+// ggml Q4_K rows import without loss: decode() is ggml's dequantization bit for bit, and the
+// kernels run on the imported weight (the int8_blocks path against its specification).
+TEST_F(WeightOnlySuper, ImportsGgmlQ4KWithoutLoss) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  const std::int64_t n = 21, k = 768;
+  const std::vector<float> w = gaussian(static_cast<std::size_t>(n * k), rng);
+  std::vector<std::uint8_t> blocks(
+      static_cast<std::size_t>(n * Q::ggml_row_size(Q::GgmlType::Q4_K, k)));
+  Q::ggml_quantize_rows(Q::GgmlType::Q4_K, w.data(), blocks.data(), n, k, nullptr);
+  std::vector<float> theirs(static_cast<std::size_t>(n * k));
+  Q::ggml_dequantize_rows(Q::GgmlType::Q4_K, blocks.data(), theirs.data(), n, k);
+  const auto packed = Q::PackedWeightsLowBit::from_ggml(Q::GgmlType::Q4_K, blocks.data(), n, k);
+  EXPECT_EQ(packed.format(), super6);
+  const std::vector<float> ours = packed.decode();
+  ASSERT_EQ(ours.size(), theirs.size());
+  for (std::size_t i = 0; i < ours.size(); ++i) {
+    std::uint32_t a, b;
+    std::memcpy(&a, &ours[i], 4);
+    std::memcpy(&b, &theirs[i], 4);
+    ASSERT_EQ(a, b) << i << ": " << ours[i] << " against ggml's " << theirs[i];
+  }
+  const std::vector<float> x = gaussian(static_cast<std::size_t>(3 * k), rng);
+  EXPECT_EQ(run(Q::supported_isas().back(), 1, x, 3, packed, nullptr,
+                Q::WeightOnlyActivations::int8_blocks),
+            blocks_spec(x, 3, packed, nullptr));
+  EXPECT_ERROR_CONTAINS(Q::PackedWeightsLowBit::from_ggml(Q::GgmlType::Q4_0, blocks.data(), n, k),
+                        "type = q4_0 (expected q4_K)");
+  EXPECT_ERROR_CONTAINS(Q::PackedWeightsLowBit::from_ggml(Q::GgmlType::Q4_K, blocks.data(), n, 320),
+                        "k = 320 (expected a positive multiple of 256)");
+  blocks[1] = 0x7c;  // row 0 block 0: d = +inf
+  EXPECT_ERROR_CONTAINS(Q::PackedWeightsLowBit::from_ggml(Q::GgmlType::Q4_K, blocks.data(), n, k),
+                        "row 0 block 0: d or dmin is not finite");
 }
 
 }  // namespace

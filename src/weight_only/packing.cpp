@@ -467,6 +467,47 @@ PackedWeightsLowBit PackedWeightsLowBit::from_quantized(const QuantizedTensor& w
   return out;
 }
 
+PackedWeightsLowBit PackedWeightsLowBit::from_ggml(GgmlType type, const void* data, std::int64_t n,
+                                                   std::int64_t k) {
+  const char* fn = "PackedWeightsLowBit::from_ggml: ";
+  if (type != GgmlType::Q4_K) {
+    throw Error(std::string(fn) + "type = " + std::string(ggml_type_traits(type).name) +
+                " (expected q4_K)");
+  }
+  if (data == nullptr) throw Error(std::string(fn) + "data is null");
+  if (n < 1) throw Error(std::string(fn) + "n = " + str(n) + " (expected >= 1)");
+  if (k < 1 || k % weight_only::super_length != 0) {
+    throw Error(std::string(fn) + "k = " + str(k) + " (expected a positive multiple of 256)");
+  }
+  Plain plain;
+  plain.n = n;
+  plain.k = k;
+  plain.format = WeightOnlyFormat{4, 32, false, ScaleType::super6, WeightOnlyGrid::search};
+  plain.qdtype = quint4;
+  plain.qscheme = QScheme::PER_CHANNEL_AFFINE;
+  const std::int64_t blocks = k / weight_only::super_length;
+  const std::int64_t block_bytes = ggml_row_size(type, weight_only::super_length);
+  plain.codes.resize(static_cast<std::size_t>(n * k));
+  plain.supers.resize(static_cast<std::size_t>(n * blocks));
+  std::uint8_t q[weight_only::super_length];
+  for (std::int64_t r = 0; r < n; ++r) {
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      const auto* block = static_cast<const std::uint8_t*>(data) + (r * blocks + b) * block_bytes;
+      const weight_only::SuperBlock sb = weight_only::unpack_q4_k(block, q);
+      if (!std::isfinite(float16_to_float(sb.d)) || !std::isfinite(float16_to_float(sb.dmin))) {
+        throw Error(std::string(fn) + "row " + str(r) + " block " + str(b) +
+                    ": d or dmin is not finite (expected finite float16 super-block scales)");
+      }
+      plain.supers[static_cast<std::size_t>(r * blocks + b)] = sb;
+      std::copy(q, q + weight_only::super_length,
+                plain.codes.begin() + r * k + b * weight_only::super_length);
+    }
+  }
+  PackedWeightsLowBit out;
+  out.layout_ = build(plain);
+  return out;
+}
+
 const PackedWeightsLowBit::Layout& PackedWeightsLowBit::layout() const {
   if (!layout_)
     throw Error("PackedWeightsLowBit: the object is empty (built by the default constructor)");

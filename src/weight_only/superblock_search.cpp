@@ -74,15 +74,7 @@ struct State {
 // A Q4_K block of w unpacked into a State (its codes as ggml stores them).
 State from_block(const float* w, const kernels::BlockQ4_K& block) {
   State s;
-  s.p.d = block.d;
-  s.p.dmin = block.dmin;
-  for (int j = 0; j < groups; ++j)
-    kernels::scale_min_k4(j, block.scales, &s.p.sc[j], &s.p.m[j]);
-  for (int j = 0; j < groups; ++j) {
-    const std::uint8_t* bytes = block.qs + 16 * (j / 2 * 2);
-    for (int l = 0; l < length; ++l)
-      s.q[length * j + l] = static_cast<std::uint8_t>(j % 2 == 0 ? bytes[l] & 0xf : bytes[l] >> 4);
-  }
+  s.p = unpack_q4_k(&block, s.q);
   const float d = float16_to_float(s.p.d), dmin = float16_to_float(s.p.dmin);
   for (int j = 0; j < groups; ++j)
     s.err[j] = group_error(w + length * j, affine(d, dmin, s.p.sc[j], s.p.m[j]), s.q + length * j);
@@ -194,6 +186,21 @@ void refine(const float* w, int passes, State& best) {
 }
 
 }  // namespace
+
+SuperBlock unpack_q4_k(const void* block, std::uint8_t* q) {
+  kernels::BlockQ4_K b;
+  std::memcpy(&b, block, sizeof b);
+  SuperBlock p;
+  p.d = b.d;
+  p.dmin = b.dmin;
+  for (int j = 0; j < groups; ++j) {
+    kernels::scale_min_k4(j, b.scales, &p.sc[j], &p.m[j]);
+    const std::uint8_t* bytes = b.qs + 16 * (j / 2 * 2);  // groups 2i, 2i + 1: low, high nibbles
+    for (int l = 0; l < length; ++l)
+      q[length * j + l] = static_cast<std::uint8_t>(j % 2 == 0 ? bytes[l] & 0xf : bytes[l] >> 4);
+  }
+  return p;
+}
 
 SuperBlock search_superblock(const float* w, std::uint8_t* q, int passes) {
   State best = from_q4_k(w);

@@ -13,6 +13,10 @@ struct SuperBlock {
   std::uint8_t sc[8] = {}, m[8] = {};
 };
 
+/// The parameters and codes (q[0, 256)) of one ggml Q4_K block (144 bytes, ggml's layout):
+/// the same information, so ggml's decode equals the super6 decode bit for bit.
+SuperBlock unpack_q4_k(const void* block, std::uint8_t* q);
+
 /// Chooses the parameters and the codes q[0, 256) of 256 finite weights w. Two starts: what
 /// ggml's Q4_K quantizer stores (lucidq's byte-identical reference quantize_row_q4_k), and
 /// ggml's same search and block finish with unit element weights. From each, up to `passes`

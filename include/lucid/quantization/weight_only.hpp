@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "lucid/quantization/ggml_type.hpp"
 #include "lucid/quantization/quantized_tensor.hpp"
 #include "lucid/quantization/scalar_type.hpp"
 #include "lucid/quantization/tensor.hpp"
@@ -114,6 +115,14 @@ class PackedWeightsLowBit {
   /// Scales are kept as float32; format().grid reports the default (search),
   /// the codes being given. Throws Error naming what does not fit.
   static PackedWeightsLowBit from_quantized(const QuantizedTensor& weight);
+
+  /// Imports a ggml weight without loss: n rows of k values in GgmlType::Q4_K blocks
+  /// (ggml_row_size(Q4_K, k) bytes per row, rows contiguous, as a GGUF tensor stores them) into
+  /// the super6 format, whose decode() equals ggml's dequantization bit for bit. Throws Error
+  /// for another type, n < 1, k not a positive multiple of 256, null data, or a block whose
+  /// float16 d or dmin is not finite (naming row and block).
+  static PackedWeightsLowBit from_ggml(GgmlType type, const void* data, std::int64_t n,
+                                       std::int64_t k);
 
   /// The weight as a QuantizedTensor [N, K] (per_group along axis 1, or
   /// per_channel along axis 0 for group_size 0): codes and parameters exactly
