@@ -3,10 +3,8 @@
 #include "common.hpp"
 
 namespace lucidq_python {
-namespace {
 
-// A type given as a name ("q4_K", any case) or as ggml's numeric id.
-Q::GgmlType parse_type(const py::object& type) {
+Q::GgmlType parse_ggml_type(const py::object& type) {
   if (py::isinstance<py::str>(type)) {
     const std::string name = type.cast<std::string>();
     if (const auto parsed = Q::ggml_type_from_name(name)) return *parsed;
@@ -25,8 +23,6 @@ Q::GgmlType parse_type(const py::object& type) {
                  py::str(py::type::of(type)).cast<std::string>() + ")");
 }
 
-}  // namespace
-
 void bind_ggml(py::module_& m) {
   m.def(
       "ggml_quantize",
@@ -34,7 +30,7 @@ void bind_ggml(py::module_& m) {
          const py::object& type_arg,
          const std::optional<py::array_t<float, py::array::c_style | py::array::forcecast>>&
              imatrix) {
-        const Q::GgmlType type = parse_type(type_arg);
+        const Q::GgmlType type = parse_ggml_type(type_arg);
         const std::int64_t n_per_row = array.ndim() == 0 ? 1 : array.shape(array.ndim() - 1);
         const std::int64_t rows = n_per_row == 0 ? 0 : array.size() / n_per_row;
         if (imatrix && imatrix->size() != n_per_row) {
@@ -64,7 +60,7 @@ overflows fp16.)");
       "ggml_dequantize",
       [](const py::buffer& data, const py::object& type_arg,
          const std::vector<std::int64_t>& shape) {
-        const Q::GgmlType type = parse_type(type_arg);
+        const Q::GgmlType type = parse_ggml_type(type_arg);
         const py::buffer_info info = data.request();
         std::int64_t numel = 1;
         for (const std::int64_t d : shape) {

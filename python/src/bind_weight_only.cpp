@@ -132,6 +132,30 @@ Immutable. See docs/formats.md, "Weight-only group formats".
   cls.def_static("from_quantized", &Q::PackedWeightsLowBit::from_quantized, py::arg("weight"),
                  "Packs a QuantizedTensor [N, K] (qint4 / quint4 / qint8 / quint8, per-group "
                  "along axis 1 or per-channel along axis 0).");
+  cls.def_static(
+      "from_ggml",
+      [](const py::array_t<std::uint8_t, py::array::c_style | py::array::forcecast>& data,
+         const py::object& type_arg, const std::vector<std::int64_t>& shape) {
+        const Q::GgmlType type = parse_ggml_type(type_arg);
+        if (shape.size() != 2) {
+          throw Q::Error("PackedWeightsLowBit.from_ggml: shape = " +
+                         Q::to_string(Q::Shape(shape)) + " (expected [N, K])");
+        }
+        const auto given = static_cast<std::int64_t>(data.size());
+        const std::int64_t expected =
+            shape[0] < 0 || shape[1] < 0 ? -1 : shape[0] * Q::ggml_row_size(type, shape[1]);
+        if (given != expected) {
+          throw Q::Error("PackedWeightsLowBit.from_ggml: " + std::to_string(given) +
+                         " bytes given for " + std::string(Q::ggml_type_traits(type).name) + " " +
+                         Q::to_string(Q::Shape(shape)) + " (expected " + std::to_string(expected) +
+                         ")");
+        }
+        return Q::PackedWeightsLowBit::from_ggml(type, data.data(), shape[0], shape[1]);
+      },
+      py::arg("data"), py::arg("type"), py::arg("shape"),
+      "Imports ggml q4_K blocks (a uint8 array, as lucidq.gguf.quantize returns them or a GGUF "
+      "file stores them; rows of shape [N, K]) into the super6 "
+      "format without loss: decode() equals ggml's dequantization bit for bit.");
   cls.def("to_quantized", &Q::PackedWeightsLowBit::to_quantized);
   cls.def_property_readonly("rows", &Q::PackedWeightsLowBit::rows);
   cls.def_property_readonly("columns", &Q::PackedWeightsLowBit::columns);

@@ -84,6 +84,8 @@ std::vector<std::int32_t> int32_vector(py::handle x, const char* what);
 std::vector<float> float_vector(py::handle x, const char* what);
 /// A byte buffer (bytes, bytearray, memoryview or 1-byte integer array), flattened.
 py::array_t<std::uint8_t> byte_array(py::handle x, const char* what);
+/// A ggml type given as a name ("q4_K", any case) or as ggml's numeric id (bind_ggml.cpp).
+Q::GgmlType parse_ggml_type(const py::object& type);
 
 /// NumPy shape <-> Shape.
 Q::Shape shape_of(const py::array& array);

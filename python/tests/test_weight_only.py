@@ -299,3 +299,17 @@ def test_super6_scale_type(rng):
         )
     with pytest.raises(ValueError, match="group_size = 32"):
         Q.PackedWeightsLowBit.quantize(w, bits=4, group_size=64, symmetric=False, scale_type="super6")
+
+
+def test_super6_from_ggml_q4_k(rng):
+    """ggml q4_K blocks import into super6 without loss: decode() equals ggml's decode."""
+    n, k = 5, 512
+    w = rng.standard_normal((n, k)).astype(np.float32)
+    blocks = Q.gguf.quantize(w, "q4_K")
+    packed = Q.PackedWeightsLowBit.from_ggml(blocks, "q4_K", [n, k])
+    assert packed.format["scale_type"] == "super6"
+    np.testing.assert_array_equal(packed.decode(), Q.gguf.dequantize(blocks, "q4_K", [n, k]))
+    with pytest.raises(ValueError, match="expected q4_K"):
+        Q.PackedWeightsLowBit.from_ggml(Q.gguf.quantize(w, "q4_0"), "q4_0", [n, k])
+    with pytest.raises(ValueError, match="bytes given"):
+        Q.PackedWeightsLowBit.from_ggml(blocks.reshape(-1)[:-1], "q4_K", [n, k])
