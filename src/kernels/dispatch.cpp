@@ -89,6 +89,23 @@ KernelVariant initial_variant() {
   return chosen;
 }
 
+// The variant's name (static storage, as KernelTable::name).
+const char* variant_name(KernelVariant variant) {
+  switch (variant) {
+    case KernelVariant::reference:
+      return "reference";
+    case KernelVariant::avx2_base:
+      return "avx2_base";
+    case KernelVariant::avx_vnni:
+      return "avx_vnni";
+    case KernelVariant::avx512_bw:
+      return "avx512_bw";
+    case KernelVariant::avx512_vnni:
+      return "avx512_vnni";
+  }
+  return "unknown";
+}
+
 void pin(KernelVariant variant) {
   const std::lock_guard<std::mutex> lock(choose_mutex);
   active_table.store(&kernels::table_for(variant), std::memory_order_release);
@@ -117,19 +134,7 @@ Isa isa_from_string(std::string_view name) {
 }
 
 std::string to_string(KernelVariant variant) {
-  switch (variant) {
-    case KernelVariant::reference:
-      return "reference";
-    case KernelVariant::avx2_base:
-      return "avx2_base";
-    case KernelVariant::avx_vnni:
-      return "avx_vnni";
-    case KernelVariant::avx512_bw:
-      return "avx512_bw";
-    case KernelVariant::avx512_vnni:
-      return "avx512_vnni";
-  }
-  return "unknown";
+  return variant_name(variant);
 }
 
 KernelVariant kernel_variant_from_string(std::string_view name) {
@@ -181,6 +186,12 @@ void set_isa(KernelVariant variant) {
 namespace kernels {
 
 const KernelTable& table_for(KernelVariant variant) {
+  // Building a table runs its tier's code (GCC fills the table with that ISA's stores), so a
+  // table the CPU cannot run is never built.
+  if (!is_supported(variant)) {
+    throw Error("kernel table " + to_string(variant) + " requested on a CPU (" +
+                cpu_features().describe() + ") that does not support it");
+  }
   switch (variant) {
 #if defined(LUCIDQ_X86_KERNELS)
     case KernelVariant::avx2_base:
@@ -210,16 +221,20 @@ const KernelTable& active() {
 
 namespace igemm {
 
-const GemmKernel& gemm_kernel() {
-  static const std::vector<GemmKernel> variants = gemm_kernel_variants();
-  return variants[static_cast<std::size_t>(active_variant())];
+GemmKernel gemm_kernel() {
+  const kernels::KernelTable& table = kernels::active();
+  return {table.name, table.gemm, true};
 }
 
 std::vector<GemmKernel> gemm_kernel_variants() {
   std::vector<GemmKernel> out;
   for (const KernelVariant variant : all_variants) {
+    if (!is_supported(variant)) {  // named, never built (table_for)
+      out.push_back({variant_name(variant), nullptr, false});
+      continue;
+    }
     const kernels::KernelTable& table = kernels::table_for(variant);
-    out.push_back({table.name, table.gemm, is_supported(variant)});
+    out.push_back({table.name, table.gemm, true});
   }
   return out;
 }

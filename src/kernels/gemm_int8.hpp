@@ -48,9 +48,10 @@ struct GemmKernel {
 
 /// The active variant's kernel (active_variant(): set_isa() and LUCIDQ_ISA pin it; by
 /// default the best the CPU has). Defined with the dispatch (kernels/dispatch.cpp).
-const GemmKernel& gemm_kernel();
+GemmKernel gemm_kernel();
 
-/// Every variant's kernel, supported or not, in KernelVariant order (reference first).
+/// Every variant's kernel in KernelVariant order (reference first); an unsupported variant has
+/// its name, run = nullptr and supported = false (its table is never built: table_for).
 std::vector<GemmKernel> gemm_kernel_variants();
 
 /// The requantized output stage's constants for a run of columns (gemm.hpp, output (c)).
