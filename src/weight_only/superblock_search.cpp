@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/affine_spec.hpp"
 #include "kernels/ggml_blocks.hpp"
 #include "kernels/ggml_kquant_finish.hpp"
 #include "kernels/reference/ggml_kernels.hpp"
@@ -33,30 +34,70 @@ Affine affine(float d, float dmin, int sc, int m) {
   return {d * static_cast<float>(sc), dmin * static_cast<float>(m)};
 }
 
-// Rounds a group's codes to (s, o) (nearest, clamped to 0..15) and returns Σ (w − ŵ)² with
-// ŵ = fl(s · q) − o, as decode() forms it.
-double round_group(const float* w, Affine a, std::uint8_t* q) {
-  double err = 0;
-  for (int i = 0; i < length; ++i) {
-    int code = 0;
-    if (a.s != 0.0f) {
-      const float t = std::nearbyint((w[i] + a.o) / a.s);
-      code = t < 0.0f ? 0 : (t > 15.0f ? 15 : static_cast<int>(t));
-    }
-    q[i] = static_cast<std::uint8_t>(code);
-    const float wh = a.s * static_cast<float>(code) - a.o;
-    err += (double{w[i]} - wh) * (double{w[i]} - wh);
-  }
-  return err;
+// Σ e2[0, 32): 8 float partial sums (lane j adds e2[j], e2[j + 8], ...), then those in double.
+double sum(const float* e2) {
+  float part[8] = {};
+  for (int i = 0; i < length; i += 8)
+    for (int j = 0; j < 8; ++j)
+      part[j] += e2[i + j];
+  double total = 0;
+  for (const float p : part)
+    total += p;
+  return total;
 }
 
-double group_error(const float* w, Affine a, const std::uint8_t* q) {
-  double err = 0;
+// Rounds a group's codes to (s, o) (nearest of (w + o) · fl(1 / s), clamped to 0..15; 0 when
+// s = 0) and returns Σ (w − ŵ)² with ŵ = fl(s · q) − o as decode() forms it, each square in
+// float (loops the compiler vectorises: the search's inner loop).
+double round_group(const float* w, Affine a, std::uint8_t* q) {
+  const float inv = a.s != 0.0f ? 1.0f / a.s : 0.0f;
+  float t[length], e2[length];
+  constexpr std::int32_t fifteen = 0x41700000;  // the bits of 15.0f
   for (int i = 0; i < length; ++i) {
-    const float wh = a.s * static_cast<float>(q[i]) - a.o;
-    err += (double{w[i]} - wh) * (double{w[i]} - wh);
+    // Clamped to [0, 15] on the bit patterns (for floats >= 0 their integer order; a negative
+    // float is a negative int32): an integer loop the compiler vectorises, where float
+    // comparisons stay branches.
+    const float v = (w[i] + a.o) * inv;
+    std::int32_t bits;
+    std::memcpy(&bits, &v, 4);
+    bits = bits > 0 ? bits : 0;
+    bits = bits < fifteen ? bits : fifteen;
+    float c;
+    std::memcpy(&c, &bits, 4);
+    t[i] = kernels::round_half_even(c);
   }
-  return err;
+  for (int i = 0; i < length; ++i) {
+    q[i] = static_cast<std::uint8_t>(static_cast<std::int32_t>(t[i]));
+    const float e = w[i] - (a.s * t[i] - a.o);
+    e2[i] = e * e;
+  }
+  return sum(e2);
+}
+
+// Σ (w − ŵ)² of a group with its codes given, as round_group computes it.
+double group_error(const float* w, Affine a, const std::uint8_t* q) {
+  float e2[length];
+  for (int i = 0; i < length; ++i) {
+    const float e = w[i] - (a.s * static_cast<float>(q[i]) - a.o);
+    e2[i] = e * e;
+  }
+  return sum(e2);
+}
+
+// The squared error of a super-block in double, from the stored values exactly as decode()
+// forms ŵ: the final comparison with Q4_K's block.
+double exact_error(const float* w, const SuperBlock& p, const std::uint8_t* q) {
+  const float d = float16_to_float(p.d), dmin = float16_to_float(p.dmin);
+  double total = 0;
+  for (int j = 0; j < groups; ++j) {
+    const Affine a = affine(d, dmin, p.sc[j], p.m[j]);
+    for (int l = 0; l < length; ++l) {
+      const double e =
+          double{w[length * j + l]} - (a.s * static_cast<float>(q[length * j + l]) - a.o);
+      total += e * e;
+    }
+  }
+  return total;
 }
 
 struct State {
@@ -96,9 +137,8 @@ State from_unweighted(const float* w) {
   float ones[length];
   std::fill(ones, ones + length, 1.0f);
   for (int j = 0; j < groups; ++j) {
-    scales[j] = kernels::reference::make_qkx2_quants(length, 15, w + length * j, ones,
-                                                     L + length * j, &mins[j], Laux, -1.0f, 0.1f,
-                                                     20, false);
+    scales[j] = kernels::reference::make_qkx2_quants(
+        length, 15, w + length * j, ones, L + length * j, &mins[j], Laux, -1.0f, 0.1f, 20, false);
   }
   kernels::BlockQ4_K block;
   kernels::finish_q4_k(w, scales, mins, nullptr, L, block);
@@ -203,11 +243,14 @@ SuperBlock unpack_q4_k(const void* block, std::uint8_t* q) {
 }
 
 SuperBlock search_superblock(const float* w, std::uint8_t* q, int passes) {
-  State best = from_q4_k(w);
+  const State start = from_q4_k(w);
+  State best = start;
   refine(w, passes, best);
   State other = from_unweighted(w);
   refine(w, passes, other);
   if (other.total() < best.total()) best = other;
+  // The search's sums round each square to float: confirm in double against Q4_K's block.
+  if (!(exact_error(w, best.p, best.q) <= exact_error(w, start.p, start.q))) best = start;
   std::memcpy(q, best.q, sizeof best.q);
   return best.p;
 }
