@@ -138,8 +138,8 @@ Immutable. See docs/formats.md, "Weight-only group formats".
          const py::object& type_arg, const std::vector<std::int64_t>& shape) {
         const Q::GgmlType type = parse_ggml_type(type_arg);
         if (shape.size() != 2) {
-          throw Q::Error("PackedWeightsLowBit.from_ggml: shape = " +
-                         Q::to_string(Q::Shape(shape)) + " (expected [N, K])");
+          throw Q::Error("PackedWeightsLowBit.from_ggml: shape = " + Q::to_string(Q::Shape(shape)) +
+                         " (expected [N, K])");
         }
         const auto given = static_cast<std::int64_t>(data.size());
         const std::int64_t expected =

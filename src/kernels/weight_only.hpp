@@ -55,7 +55,9 @@ struct Int8Args {
   /// M rows of `groups` scales s_x[r, j], one per weight group, and xq holds *signed* int8
   /// codes (their bytes) with xq_group_sums = Σ_{k in j} xq; x_scale, x_zero and x_group_sums
   /// are unused. Per group the exact integer D = Σ_k xq · (q − z) is combined as
-  /// acc = fma(fl(s · s_x[r, j]), float(D), acc) in group order, and y = acc + bias.
+  /// acc = fma(fl(s · s_x[r, j]), float(D), acc) in group order, and y = acc + bias; super6
+  /// (PackedView::superblock()): D = Σ_k xq · v, then also acc = fma(−fl(o · s_x[r, j]),
+  /// float(Σ_k xq), acc), with s, o of group_affine.
   const float* x_block_scales = nullptr;
 };
 

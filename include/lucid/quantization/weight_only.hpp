@@ -183,7 +183,8 @@ class PackedWeightsLowBit {
 ///   combined in float32 in group order (docs/numerics.md, "Block-wise
 ///   activation scales"). The same bits on every tier. At groups of 32 its
 ///   activation error is q8_0's, a third to a half of int8_dynamic's
-///   (docs/performance.md). Throws Error for non-finite x; needs every group ≤ 65536 long.
+///   (docs/performance.md). super6 weights combine P = Σ xq · q and Σ xq per group in two float
+///   steps (docs/numerics.md). Throws Error for non-finite x; needs every group ≤ 65536 long.
 /// - automatic: when the active tier has a fast int8 kernel (AVX-512 on a CPU
 ///   with AVX512-VNNI, AVX2; not the reference tier), every group is ≤ 65536
 ///   long and x is finite: int8_blocks for weights with several groups per row,
