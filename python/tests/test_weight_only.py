@@ -313,3 +313,14 @@ def test_super6_from_ggml_q4_k(rng):
         Q.PackedWeightsLowBit.from_ggml(Q.gguf.quantize(w, "q4_0"), "q4_0", [n, k])
     with pytest.raises(ValueError, match="bytes given"):
         Q.PackedWeightsLowBit.from_ggml(blocks.reshape(-1)[:-1], "q4_K", [n, k])
+
+
+def test_the_super6_example_in_docs_formats_md_runs():
+    """The ```python block under "**From ggml without loss.**" in docs/formats.md."""
+    docs = pathlib.Path(__file__).resolve().parents[2] / "docs" / "formats.md"
+    section = docs.read_text(encoding="utf-8").split("**From ggml without loss.**", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    scope = {}
+    exec(compile(code, "docs/formats.md", "exec"), scope)
+    w, mine, packed = scope["w"], scope["mine"], scope["packed"]
+    assert np.sum((mine.decode() - w) ** 2) <= np.sum((packed.decode() - w) ** 2)
