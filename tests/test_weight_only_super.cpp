@@ -233,6 +233,10 @@ TEST_F(WeightOnlySuper, Errors) {
       "grid = min_max (expected search");
   const auto packed = Q::PackedWeightsLowBit::quantize(w.data(), 2, 256, 256, super6);
   EXPECT_ERROR_CONTAINS(packed.to_quantized(), "integer zero points cannot express");
+  std::vector<float> huge(256, 1e30f);
+  huge[7] = -1e30f;
+  EXPECT_ERROR_CONTAINS(Q::PackedWeightsLowBit::quantize(huge.data(), 1, 256, 256, super6),
+                        "d or dmin overflows float16");
   EXPECT_ERROR_CONTAINS(packed.zero_points(), "expected offsets()");
 }
 

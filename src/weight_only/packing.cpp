@@ -1,5 +1,6 @@
 // PackedWeightsLowBit: quantizing, packing into panels of group records, and reading codes back.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <new>
@@ -65,6 +66,11 @@ weight_only::ScaleRounding rounding_of(ScaleType type) {
 }
 
 void throw_scale_overflow(ScaleType type) {
+  if (type == ScaleType::super6) {
+    throw Error(
+        "PackedWeightsLowBit::quantize: a super-block scale d or dmin overflows float16 (expected "
+        "weights with |w| below ~6e7 for super6 scales; use bf16 or f32 scales for larger ones)");
+  }
   throw Error("PackedWeightsLowBit::quantize: a group scale overflows " + to_string(type) +
               (type == ScaleType::f16 ? " (expected weights with |w| below ~5e5; use bf16 or f32 "
                                         "scales for larger ones)"
@@ -242,17 +248,22 @@ void quantize_super(const float* w, Plain& p) {
   p.codes.resize(static_cast<std::size_t>(p.n * p.k));
   p.supers.resize(static_cast<std::size_t>(p.n * blocks));
   const int pieces = kernels::threads_for(p.n * p.k * 64);
+  std::atomic<bool> overflow{false};
   kernels::parallel_pieces(p.n, pieces, 1, [&](int, std::int64_t begin, std::int64_t end) {
     std::uint8_t q[weight_only::super_length];
     for (std::int64_t r = begin; r < end; ++r) {
       for (std::int64_t b = 0; b < blocks; ++b) {
         const std::int64_t at = r * p.k + b * weight_only::super_length;
-        p.supers[static_cast<std::size_t>(r * blocks + b)] =
-            weight_only::search_superblock(w + at, q);
+        const weight_only::SuperBlock sb = weight_only::search_superblock(w + at, q);
+        if (!std::isfinite(float16_to_float(sb.d)) || !std::isfinite(float16_to_float(sb.dmin))) {
+          overflow = true;
+        }
+        p.supers[static_cast<std::size_t>(r * blocks + b)] = sb;
         std::copy(q, q + weight_only::super_length, p.codes.begin() + at);
       }
     }
   });
+  if (overflow) throw_scale_overflow(ScaleType::super6);
 }
 
 }  // namespace

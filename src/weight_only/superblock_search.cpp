@@ -250,7 +250,9 @@ SuperBlock search_superblock(const float* w, std::uint8_t* q, int passes) {
   refine(w, passes, other);
   if (other.total() < best.total()) best = other;
   // The search's sums round each square to float: confirm in double against Q4_K's block.
-  if (!(exact_error(w, best.p, best.q) <= exact_error(w, start.p, start.q))) best = start;
+  // (A start that overflowed float16 has no finite error; then the search's end stands.)
+  const double start_error = exact_error(w, start.p, start.q);
+  if (std::isfinite(start_error) && !(exact_error(w, best.p, best.q) <= start_error)) best = start;
   std::memcpy(q, best.q, sizeof best.q);
   return best.p;
 }
