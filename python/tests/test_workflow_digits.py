@@ -106,7 +106,10 @@ def test_qat_int4_weights_int8_activations(trained, data):
         weight=LW.FakeQuantize.with_args(observer=INT4_WEIGHT_OBSERVER))
     qat_model = W.fuse_modules_qat(copy.deepcopy(model).train(), FUSE)
     prepared = W.prepare_qat(qat_model, qat_qconfig)
-    train(prepared, data, epochs=5, lr=1e-3, seed=1)
+    # 10 epochs at lr 3e-4: over seeds 1-6 and on both torch CPU paths (AVX-512, and
+    # ATEN_CPU_CAPABILITY=avx2 OPENBLAS_CORETYPE=Haswell as an AVX2-only CPU runs) the drop stays
+    # within 0.00-0.37 points; 5 epochs at 1e-3 ranged 0.00-0.74 (0.74 on the AVX2 path, seed 1).
+    train(prepared, data, epochs=10, lr=3e-4, seed=1)
     quantized = W.convert(prepared.eval())
     assert quantized.fc1.weight_codes().min() >= -8 and quantized.fc1.weight_codes().max() <= 7
     qat_drop = report("QAT int4 weights / int8 activations", accuracy(quantized, data),
