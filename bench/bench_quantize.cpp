@@ -224,15 +224,24 @@ void bench_requantize(benchmark::State& state, std::int64_t ws, int) {
 }
 
 // Fused per-group (32 along the last axis) qparams + qint4 codes of a [n / 4096, 4096] matrix.
-void bench_quantize_per_group(benchmark::State& state, std::int64_t ws, int) {
+// int4 per_channel_symmetric groups of `group_size` along rows of 4096 (4.5 bytes / element).
+void bench_per_group(benchmark::State& state, std::int64_t ws, std::int64_t group_size) {
   const std::int64_t row = 4096;
-  const std::int64_t n = std::max<std::int64_t>(ws * 2 / 9 / row, 1) * row;  // 4.5 bytes / element
+  const std::int64_t n = std::max<std::int64_t>(ws * 2 / 9 / row, 1) * row;
   const auto x = random_floats(static_cast<std::size_t>(n));
   const Q::TensorView view(x.data(), Q::ScalarType::float32, {n / row, row});
   for (auto _ : state)
     benchmark::DoNotOptimize(
-        Q::quantize_per_group(view, Q::per_channel_symmetric, Q::qint4, 1, 32));
+        Q::quantize_per_group(view, Q::per_channel_symmetric, Q::qint4, 1, group_size));
   finish(state, n, n * 9 / 2);
+}
+
+void bench_quantize_per_group(benchmark::State& state, std::int64_t ws, int) {
+  bench_per_group(state, ws, 32);
+}
+
+void bench_quantize_per_group_g128(benchmark::State& state, std::int64_t ws, int) {
+  bench_per_group(state, ws, 128);
 }
 
 struct Case {
@@ -254,6 +263,7 @@ const Case cases[] = {
     {"minmax_per_channel", bench_minmax_per_channel},
     {"requantize", bench_requantize},
     {"quantize_per_group_int4", bench_quantize_per_group},
+    {"quantize_per_group_int4_g128", bench_quantize_per_group_g128},
 };
 
 std::int64_t parse_size(const std::string& text) {

@@ -30,6 +30,7 @@ OPS = {
     "minmax_per_channel": (4, "read", "aminmax_per_channel"),
     "requantize": (5, "memcpy", None),
     "quantize_per_group_int4": (4.5, "memcpy", None),
+    "quantize_per_group_int4_g128": (4.5, "memcpy", None),
 }
 
 
