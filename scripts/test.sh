@@ -87,12 +87,12 @@ if build release; then
   # qemu-user: no AVX-512, no VNNI), where torch's onednn engine saturates and its float kernels
   # take their AVX2 paths (docs/architecture.md, "Testing on CPUs you do not have").
   echo "== Python tests on an emulated AVX2-only CPU (qemu-x86_64 -cpu EPYC-Milan)"
-  if command -v qemu-x86_64 >/dev/null; then
+  if skip_reason=$(scripts/on-avx2-only-cpu.sh /bin/true); then
     pytest_suite pytest-avx2-only-cpu python/tests/test_gemm_torch.py \
       python/tests/test_workflow_digits.py python/tests/test_runtime.py \
-      -- qemu-x86_64 -cpu EPYC-Milan
+      -- scripts/on-avx2-only-cpu.sh
   else
-    echo "qemu-x86_64 not found (scripts/install-deps.sh installs qemu-user): skipped"
+    echo "$skip_reason"
   fi
 fi
 
