@@ -14,12 +14,16 @@ mkdir -p "$logs"
 summaries=()
 failed_suites=0
 total_passed=0
+total_skipped=0
 total_failed=0
 
-# record SUITE PASSED FAILED: remembers one summary line.
+# record SUITE PASSED FAILED [SKIPPED]: remembers one summary line. Skipped tests (a tier or
+# variant this CPU lacks, a missing tool) are counted apart from passed ones, never as passed.
 record() {
-  summaries+=("$1: $2 passed, $3 failed")
+  local skipped=${4:-0}
+  summaries+=("$1: $2 passed, $skipped skipped, $3 failed")
   total_passed=$((total_passed + $2))
+  total_skipped=$((total_skipped + skipped))
   total_failed=$((total_failed + $3))
   if (($3 > 0)); then failed_suites=$((failed_suites + 1)); fi
 }
@@ -30,8 +34,10 @@ ctest_suite() {
   ctest --test-dir "$dir" --output-on-failure -j2 >"$log" 2>&1
   local rc=$?
   tail -n 15 "$log"
-  local line total failed
+  local line total failed skipped
   line=$(grep -E "tests passed, [0-9]+ tests? failed out of [0-9]+" "$log" | tail -n 1)
+  # ctest counts a skipped test as passed and lists it under "The following tests did not run".
+  skipped=$(grep -cE '^[[:space:]]*[0-9]+ - .+ \(Skipped\)$' "$log")
   if [[ -z "$line" ]]; then
     record "$name" 0 1
     return
@@ -39,7 +45,7 @@ ctest_suite() {
   failed=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/' <<<"$line")
   total=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\2/' <<<"$line")
   if ((rc != 0 && failed == 0)); then failed=1; fi
-  record "$name" $((total - failed)) "$failed"
+  record "$name" $((total - failed - skipped)) "$failed" "$skipped"
 }
 
 # pytest_suite NAME PATH... [-- LAUNCHER...]: runs pytest on the release build's module (under
@@ -54,14 +60,15 @@ pytest_suite() {
     grep -v "TCG doesn't support requested feature" >"$log"
   local rc=${PIPESTATUS[0]}
   tail -n 15 "$log"
-  local last passed failed
+  local last passed failed skipped
   last=$(grep -E "[0-9]+ (passed|failed|error)" "$log" | tail -n 1)
   passed=$(grep -oE "[0-9]+ passed" <<<"$last" | grep -oE "[0-9]+" || echo 0)
   failed=$(grep -oE "[0-9]+ (failed|errors?)" <<<"$last" | awk '{s += $1} END {print s + 0}')
+  skipped=$(grep -oE "[0-9]+ skipped" <<<"$last" | grep -oE "[0-9]+" || echo 0)
   [[ -n "$passed" ]] || passed=0
   [[ -n "$failed" ]] || failed=0
   if ((rc != 0 && failed == 0)); then failed=1; fi
-  record "$name" "$passed" "$failed"
+  record "$name" "$passed" "$failed" "$skipped"
 }
 
 build() {  # build PRESET: configure and build, recording a failure as a suite.
@@ -113,5 +120,5 @@ fi
 echo
 echo "== summary (logs in build/test-logs/)"
 printf '%s\n' "${summaries[@]}"
-echo "total: $total_passed passed, $total_failed failed"
+echo "total: $total_passed passed, $total_skipped skipped, $total_failed failed"
 ((failed_suites == 0))

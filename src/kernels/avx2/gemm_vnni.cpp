@@ -1,64 +1,125 @@
-// AVX-VNNI GEMM kernel (256-bit vpdpbusd): 4 rows × 1 panel (16 channels) per micro-tile.
+// AVX-VNNI GEMM kernel (256-bit vpdpbusd): register tiles of up to 4 rows × 24 channels.
+//
+// A slice of ≤ 3 panels is 6 vectors of 8 channels (panel p's channels 0-7, then 8-15); each
+// 4-row group runs two register tiles over it, of 3 vectors each: 12 accumulators, 3 weight
+// vectors and one broadcast activation quad fill the 16 ymm registers, and each k group costs
+// 7 loads per 12 vpdpbusd. vpdpbusd sums u8 × s8 products in int32, so it is exact for every
+// code. Measurements: docs/performance.md, "AVX-VNNI".
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <utility>
 
 #include "kernels/gemm_int8.hpp"
 
 namespace lucid::quantization::kernels {
 namespace {
 
-constexpr int max_rows = 4;
+constexpr int tile_rows = 4;     // rows per register tile
+constexpr int tile_vectors = 3;  // 8-channel vectors per register tile
+constexpr int slice_panels = 3;  // panels per slice: 6 vectors, two register tiles
 
-// Four codes at `p`, flipped for int8, in every 32-bit lane.
-inline __m256i broadcast_codes(const std::uint8_t* p, std::uint32_t flip) {
-  std::uint32_t v;
+// Four codes of a row starting at `p`, as one 32-bit lane value.
+inline std::int32_t load4(const std::uint8_t* p) {
+  std::int32_t v;
   std::memcpy(&v, p, 4);
-  return _mm256_set1_epi32(static_cast<int>(v ^ flip));
+  return v;
 }
 
-template <int R>
-void micro_tile(const igemm::GemmBlock& b, std::int64_t row, const std::int8_t* panel,
-                const std::int32_t* column_sums, std::int32_t* acc) {
-  const std::uint32_t flip = b.flip ? 0x80808080u : 0u;
-  __m256i c[R][2];
-  for (int r = 0; r < R; ++r)
-    c[r][0] = c[r][1] = _mm256_setzero_si256();
+// acc[r][8v .. 8v + 7] = Σ_k a[row + r][k] · w[channel][k] − z[row + r] · column_sums for R rows
+// and C vectors; vector v's groups start at w[v] and are 64 bytes apart (its panel's stride).
+template <int R, int C, bool Flip>
+void register_tile(const igemm::GemmBlock& b, std::int64_t row,
+                   const std::array<const std::int8_t*, tile_vectors>& w,
+                   const std::int32_t* column_sums, std::int32_t* acc) {
+  const __m256i flip = _mm256_set1_epi32(static_cast<std::int32_t>(0x80808080u));
+  __m256i c[R][C];
   const std::uint8_t* a[R];
 #pragma GCC unroll 4
-  for (int r = 0; r < R; ++r)
+  for (int r = 0; r < R; ++r) {
     a[r] = b.a + (row + r) * b.a_stride;
-  const auto step = [&](const std::int8_t* group, std::int64_t offset) {
-    const auto* wg = reinterpret_cast<const __m256i*>(group);
-    const __m256i w0 = _mm256_load_si256(wg);
-    const __m256i w1 = _mm256_load_si256(wg + 1);
+#pragma GCC unroll 3
+    for (int v = 0; v < C; ++v)
+      c[r][v] = _mm256_setzero_si256();
+  }
+  const auto step = [&](std::int64_t group, std::int64_t offset) {
+    __m256i wv[C];
+#pragma GCC unroll 3
+    for (int v = 0; v < C; ++v)
+      wv[v] = _mm256_load_si256(reinterpret_cast<const __m256i*>(w[v] + 64 * group));
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
-      const __m256i av = broadcast_codes(a[r] + offset, flip);
-      c[r][0] = _mm256_dpbusd_avx_epi32(c[r][0], av, w0);
-      c[r][1] = _mm256_dpbusd_avx_epi32(c[r][1], av, w1);
+      __m256i av = _mm256_set1_epi32(load4(a[r] + offset));
+      if constexpr (Flip) av = _mm256_xor_si256(av, flip);
+#pragma GCC unroll 3
+      for (int v = 0; v < C; ++v)
+        c[r][v] = _mm256_dpbusd_avx_epi32(c[r][v], av, wv[v]);
     }
   };
   const std::int64_t full = b.k / 4;
   for (std::int64_t g = 0; g < full; ++g)
-    step(panel + g * 64, 4 * g);
+    step(g, 4 * g);
   if (b.k % 4 != 0) {
     // The k % 4 tail from zero-padded copies (never read past a row); padding meets zero weights.
-    alignas(16) std::uint8_t tails[4 * max_rows] = {};
+    alignas(16) std::uint8_t tails[4 * tile_rows] = {};
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       std::memcpy(tails + 4 * r, a[r] + 4 * full, static_cast<std::size_t>(b.k % 4));
       a[r] = tails + 4 * r;
     }
-    step(panel + full * 64, 0);
+    step(full, 0);
   }
-  for (int h = 0; h < 2; ++h) {
-    const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(column_sums + 8 * h));
+#pragma GCC unroll 3
+  for (int v = 0; v < C; ++v) {
+    const __m256i sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(column_sums + 8 * v));
+#pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       const __m256i z = _mm256_set1_epi32(b.zero_points[row + r]);
-      const __m256i v = _mm256_sub_epi32(c[r][h], _mm256_mullo_epi32(z, sums));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + r * b.acc_stride + 8 * h), v);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(acc + r * b.acc_stride + 8 * v),
+                          _mm256_sub_epi32(c[r][v], _mm256_mullo_epi32(z, sums)));
+    }
+  }
+}
+
+using TileFn = void (*)(const igemm::GemmBlock&, std::int64_t,
+                        const std::array<const std::int8_t*, tile_vectors>&, const std::int32_t*,
+                        std::int32_t*);
+
+template <bool Flip, int R, std::size_t... C>
+constexpr std::array<TileFn, sizeof...(C)> tiles_of_rows(std::index_sequence<C...>) {
+  return {register_tile<R, static_cast<int>(C) + 1, Flip>...};
+}
+template <bool Flip, std::size_t... R>
+constexpr std::array<std::array<TileFn, tile_vectors>, sizeof...(R)> all_tiles(
+    std::index_sequence<R...>) {
+  return {
+      tiles_of_rows<Flip, static_cast<int>(R) + 1>(std::make_index_sequence<tile_vectors>())...};
+}
+// tiles[r − 1][c − 1]: the register tile of r rows × c vectors.
+template <bool Flip>
+constexpr auto tiles = all_tiles<Flip>(std::make_index_sequence<tile_rows>());
+
+template <bool Flip>
+void run(const igemm::GemmBlock& b) {
+  const std::int64_t panel_stride = igemm::panel_bytes(b.k);
+  for (std::int64_t p0 = 0; p0 < b.panel_count; p0 += slice_panels) {
+    const int vectors =
+        2 * static_cast<int>(std::min<std::int64_t>(slice_panels, b.panel_count - p0));
+    for (std::int64_t row = 0; row < b.rows; row += tile_rows) {
+      const int r = static_cast<int>(std::min<std::int64_t>(tile_rows, b.rows - row));
+      for (int v0 = 0; v0 < vectors; v0 += tile_vectors) {
+        const int c = std::min(tile_vectors, vectors - v0);
+        std::array<const std::int8_t*, tile_vectors> w{};
+        for (int v = 0; v < c; ++v) {
+          const int vector = v0 + v;  // panel vector / 2, half vector % 2
+          w[v] = b.panels + (p0 + vector / 2) * panel_stride + 32 * (vector % 2);
+        }
+        const std::int64_t channel = igemm::panel_width * p0 + 8 * v0;
+        tiles<Flip>[r - 1][c - 1](b, row, w, b.column_sums + channel,
+                                  b.acc + row * b.acc_stride + channel);
+      }
     }
   }
 }
@@ -66,17 +127,10 @@ void micro_tile(const igemm::GemmBlock& b, std::int64_t row, const std::int8_t* 
 }  // namespace
 
 void gemm_u8s8_i32_16c4__avx_vnni(const igemm::GemmBlock& b) {
-  using Fn = void (*)(const igemm::GemmBlock&, std::int64_t, const std::int8_t*,
-                      const std::int32_t*, std::int32_t*);
-  static constexpr Fn by_rows[max_rows] = {micro_tile<1>, micro_tile<2>, micro_tile<3>,
-                                           micro_tile<4>};
-  const std::int64_t panel_stride = igemm::panel_bytes(b.k);
-  for (std::int64_t p = 0; p < b.panel_count; ++p) {
-    const std::int8_t* panel = b.panels + p * panel_stride;
-    for (std::int64_t row = 0; row < b.rows; row += max_rows) {
-      const std::int64_t rows = std::min<std::int64_t>(max_rows, b.rows - row);
-      by_rows[rows - 1](b, row, panel, b.column_sums + 16 * p, b.acc + row * b.acc_stride + 16 * p);
-    }
+  if (b.flip) {
+    run<true>(b);
+  } else {
+    run<false>(b);
   }
 }
 
