@@ -75,20 +75,30 @@ double measure_clock_ghz(int samples) {
 }
 
 Int8Peak measure_int8_peak(int threads, int samples, double seconds_per_sample) {
-  // The loop of the tier in use: the AVX2 one when the AVX2 tier is pinned (LUCIDQ_ISA=avx2).
-  const auto features = lucid::quantization::cpu_features();
-  const bool vnni = features.avx512vnni && features.avx512f && features.avx512bw &&
-                    lucid::quantization::active_isa() == lucid::quantization::Isa::avx512;
+  // The dot-product instruction of the kernel variant in use: vpdpbusd zmm (avx512_vnni),
+  // vpdpbusd ymm (avx_vnni), else the AVX2 pair (LUCIDQ_ISA=avx2 pins that one).
+  namespace lq = lucid::quantization;
+  const lq::KernelVariant variant = lq::active_variant();
   Int8Peak peak;
   peak.threads = threads;
-  peak.kernel = vnni ? "avx512-vnni vpdpbusd zmm" : "avx2 vpmaddubsw+vpmaddwd+vpaddd ymm";
-  if (!vnni && !features.avx2) {
+  double macs_per_iteration = 0;  // multiply-adds per loop iteration
+  std::int64_t (*loop)(std::int64_t, std::int32_t) = nullptr;
+  if (variant == lq::KernelVariant::avx512_vnni) {
+    peak.kernel = "avx512-vnni vpdpbusd zmm";
+    macs_per_iteration = 16.0 * 64;
+    loop = int8_peak_loop_vnni;
+  } else if (variant == lq::KernelVariant::avx_vnni) {
+    peak.kernel = "avx-vnni vpdpbusd ymm";
+    macs_per_iteration = 12.0 * 32;
+    loop = int8_peak_loop_avx_vnni;
+  } else if (lq::cpu_features().avx2) {
+    peak.kernel = "avx2 vpmaddubsw+vpmaddwd+vpaddd ymm";
+    macs_per_iteration = 6.0 * 32;
+    loop = int8_peak_loop_avx2;
+  } else {
     peak.kernel = "none (no AVX2)";
     return peak;
   }
-  // Multiply-adds per loop iteration: 16 × 64 (VNNI) or 6 × 32 (AVX2).
-  const double macs_per_iteration = vnni ? 16.0 * 64 : 6.0 * 32;
-  auto loop = vnni ? int8_peak_loop_vnni : int8_peak_loop_avx2;
 
   // Calibrate the iteration count on one thread to ~seconds_per_sample (at most).
   std::int64_t iterations = 1 << 12;

@@ -12,7 +12,7 @@ namespace lucidq_bench {
 /// is the one least disturbed by other processes, so the peak and the clock are
 /// the best samples; the median sample is reported next to it.
 struct Int8Peak {
-  std::string kernel;  ///< "avx512-vnni vpdpbusd zmm" or "avx2 vpmaddubsw+vpmaddwd+vpaddd ymm"
+  std::string kernel;  ///< "avx512-vnni vpdpbusd zmm", "avx-vnni vpdpbusd ymm" or the AVX2 pair
   int threads = 1;
   double ghz = 0;                     ///< core clock from a dependent-add chain (best sample)
   double macs_per_second = 0;         ///< all threads together, best sample
@@ -22,9 +22,9 @@ struct Int8Peak {
   double median_gops() const { return 2 * median_macs_per_second / 1e9; }
 };
 
-/// Measures the peak with the loop of the active tier (VNNI when cpu_features()
-/// reports it and the avx512 tier is active, else AVX2) over `samples` samples of about
-/// `seconds_per_sample` each.
+/// Measures the peak with the dot-product loop of the active kernel variant (vpdpbusd zmm for
+/// avx512_vnni, vpdpbusd ymm for avx_vnni, else the AVX2 vpmaddubsw pair) over `samples` samples
+/// of about `seconds_per_sample` each.
 Int8Peak measure_int8_peak(int threads, int samples, double seconds_per_sample);
 
 /// The core clock in GHz: a chain of dependent 64-bit adds (1 cycle each), best of samples.
@@ -42,6 +42,7 @@ Bandwidth measure_bandwidth(int threads, std::size_t bytes, int runs);
 
 // The per-ISA loops (separate files, each with its own flags). Return a value to keep the work.
 std::int64_t int8_peak_loop_vnni(std::int64_t iterations, std::int32_t seed);
+std::int64_t int8_peak_loop_avx_vnni(std::int64_t iterations, std::int32_t seed);
 std::int64_t int8_peak_loop_avx2(std::int64_t iterations, std::int32_t seed);
 
 }  // namespace lucidq_bench
