@@ -28,48 +28,130 @@ inline std::int32_t load4(const std::uint8_t* p) {
   return v;
 }
 
+// Adds `groups` k groups of the full 4-row × 3-vector tile to out (row r, vector v at
+// out[8 (3r + v)]), in assembly: with 12 accumulators, 3 weight vectors and the broadcast
+// activations all 16 ymm registers are in use, and GCC's allocator spilled accumulators to the
+// stack in every k group of the intrinsic version (docs/performance.md, "AVX-VNNI"). Row r's
+// codes start at a[r], vector v's weights at w[v], its groups 64 bytes apart.
+#define LUCIDQ_VNNI_ROW(r, c0, c1, c2, flip_step)          \
+  "vpbroadcastd (%[a" #r "],%[ka]), %%ymm15\n\t" flip_step \
+  "%{vex%} vpdpbusd %%ymm12, %%ymm15, %%ymm" #c0           \
+  "\n\t"                                                   \
+  "%{vex%} vpdpbusd %%ymm13, %%ymm15, %%ymm" #c1           \
+  "\n\t"                                                   \
+  "%{vex%} vpdpbusd %%ymm14, %%ymm15, %%ymm" #c2 "\n\t"
+#define LUCIDQ_VNNI_LOOP(flip_step) \
+  "vmovdqu 0(%[out]), %%ymm0\n\tvmovdqu 32(%[out]), %%ymm1\n\t"                             \
+  "vmovdqu 64(%[out]), %%ymm2\n\tvmovdqu 96(%[out]), %%ymm3\n\t"                            \
+  "vmovdqu 128(%[out]), %%ymm4\n\tvmovdqu 160(%[out]), %%ymm5\n\t"                          \
+  "vmovdqu 192(%[out]), %%ymm6\n\tvmovdqu 224(%[out]), %%ymm7\n\t"                          \
+  "vmovdqu 256(%[out]), %%ymm8\n\tvmovdqu 288(%[out]), %%ymm9\n\t"                          \
+  "vmovdqu 320(%[out]), %%ymm10\n\tvmovdqu 352(%[out]), %%ymm11\n\t"                        \
+  ".p2align 5\n"                                                                             \
+  "1:\n\t"                                                                                   \
+  "vmovdqa (%[p0],%[kw]), %%ymm12\n\t"                                                       \
+  "vmovdqa (%[p1],%[kw]), %%ymm13\n\t"                                                       \
+  "vmovdqa (%[p2],%[kw]), %%ymm14\n\t" LUCIDQ_VNNI_ROW(0, 0, 1, 2, flip_step)                \
+      LUCIDQ_VNNI_ROW(1, 3, 4, 5, flip_step) LUCIDQ_VNNI_ROW(2, 6, 7, 8, flip_step)           \
+          LUCIDQ_VNNI_ROW(3, 9, 10, 11, flip_step)                                            \
+  "add $4, %[ka]\n\t"                                                                        \
+  "add $64, %[kw]\n\t"                                                                       \
+  "dec %[n]\n\t"                                                                             \
+  "jnz 1b\n\t"                                                                               \
+  "vmovdqu %%ymm0, 0(%[out])\n\tvmovdqu %%ymm1, 32(%[out])\n\t"                             \
+  "vmovdqu %%ymm2, 64(%[out])\n\tvmovdqu %%ymm3, 96(%[out])\n\t"                            \
+  "vmovdqu %%ymm4, 128(%[out])\n\tvmovdqu %%ymm5, 160(%[out])\n\t"                          \
+  "vmovdqu %%ymm6, 192(%[out])\n\tvmovdqu %%ymm7, 224(%[out])\n\t"                          \
+  "vmovdqu %%ymm8, 256(%[out])\n\tvmovdqu %%ymm9, 288(%[out])\n\t"                          \
+  "vmovdqu %%ymm10, 320(%[out])\n\tvmovdqu %%ymm11, 352(%[out])\n\t"
+#define LUCIDQ_VNNI_OPERANDS                                                                 \
+  : [ka] "+r"(a_offset), [kw] "+r"(w_offset), [n] "+r"(groups), "+m"(*out)                   \
+  : [a0] "r"(a[0]), [a1] "r"(a[1]), [a2] "r"(a[2]), [a3] "r"(a[3]), [p0] "r"(w[0]),          \
+    [p1] "r"(w[1]), [p2] "r"(w[2]), [out] "r"(out->data()), [flip] "m"(flip_codes)           \
+  : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",   \
+    "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "cc", "memory"
+
+template <bool Flip>
+void full_tile_groups(const std::uint8_t* const (&a)[tile_rows],
+                      const std::array<const std::int8_t*, tile_vectors>& w, std::int64_t groups,
+                      std::array<std::int32_t, 8 * tile_rows * tile_vectors>* out) {
+  if (groups < 1) return;
+  alignas(32) static constexpr std::uint32_t flip_codes[8] = {0x80808080u, 0x80808080u, 0x80808080u,
+                                                              0x80808080u, 0x80808080u, 0x80808080u,
+                                                              0x80808080u, 0x80808080u};
+  std::int64_t a_offset = 0, w_offset = 0;
+  if constexpr (Flip) {
+    asm volatile(LUCIDQ_VNNI_LOOP("vpxor %[flip], %%ymm15, %%ymm15\n\t") LUCIDQ_VNNI_OPERANDS);
+  } else {
+    asm volatile(LUCIDQ_VNNI_LOOP("") LUCIDQ_VNNI_OPERANDS);
+  }
+}
+#undef LUCIDQ_VNNI_OPERANDS
+#undef LUCIDQ_VNNI_LOOP
+#undef LUCIDQ_VNNI_ROW
+
 // acc[r][8v .. 8v + 7] = Σ_k a[row + r][k] · w[channel][k] − z[row + r] · column_sums for R rows
 // and C vectors; vector v's groups start at w[v] and are 64 bytes apart (its panel's stride).
 template <int R, int C, bool Flip>
 void register_tile(const igemm::GemmBlock& b, std::int64_t row,
                    const std::array<const std::int8_t*, tile_vectors>& w,
                    const std::int32_t* column_sums, std::int32_t* acc) {
-  const __m256i flip = _mm256_set1_epi32(static_cast<std::int32_t>(0x80808080u));
   __m256i c[R][C];
   const std::uint8_t* a[R];
 #pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) {
+  for (int r = 0; r < R; ++r)
     a[r] = b.a + (row + r) * b.a_stride;
-#pragma GCC unroll 3
-    for (int v = 0; v < C; ++v)
-      c[r][v] = _mm256_setzero_si256();
-  }
-  const auto step = [&](std::int64_t group, std::int64_t offset) {
-    __m256i wv[C];
-#pragma GCC unroll 3
-    for (int v = 0; v < C; ++v)
-      wv[v] = _mm256_load_si256(reinterpret_cast<const __m256i*>(w[v] + 64 * group));
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) {
-      __m256i av = _mm256_set1_epi32(load4(a[r] + offset));
-      if constexpr (Flip) av = _mm256_xor_si256(av, flip);
-#pragma GCC unroll 3
-      for (int v = 0; v < C; ++v)
-        c[r][v] = _mm256_dpbusd_avx_epi32(c[r][v], av, wv[v]);
-    }
-  };
   const std::int64_t full = b.k / 4;
-  for (std::int64_t g = 0; g < full; ++g)
-    step(g, 4 * g);
-  if (b.k % 4 != 0) {
-    // The k % 4 tail from zero-padded copies (never read past a row); padding meets zero weights.
-    alignas(16) std::uint8_t tails[4 * tile_rows] = {};
+  // The k % 4 tail comes from zero-padded copies (never read past a row), against zero weights.
+  alignas(16) std::uint8_t tails[4 * tile_rows] = {};
+  const auto point_rows_at_tails = [&] {
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
       std::memcpy(tails + 4 * r, a[r] + 4 * full, static_cast<std::size_t>(b.k % 4));
       a[r] = tails + 4 * r;
     }
-    step(full, 0);
+  };
+  if constexpr (R == tile_rows && C == tile_vectors) {
+    alignas(32) std::array<std::int32_t, 8 * tile_rows * tile_vectors> sums{};
+    full_tile_groups<Flip>(a, w, full, &sums);
+    if (b.k % 4 != 0) {
+      point_rows_at_tails();
+      const std::array<const std::int8_t*, tile_vectors> w_tail = {
+          w[0] + 64 * full, w[1] + 64 * full, w[2] + 64 * full};
+      full_tile_groups<Flip>(a, w_tail, 1, &sums);
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 3
+      for (int v = 0; v < C; ++v)
+        c[r][v] = _mm256_load_si256(reinterpret_cast<const __m256i*>(&sums[8 * (C * r + v)]));
+  } else {
+    const __m256i flip = _mm256_set1_epi32(static_cast<std::int32_t>(0x80808080u));
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 3
+      for (int v = 0; v < C; ++v)
+        c[r][v] = _mm256_setzero_si256();
+    const auto step = [&](std::int64_t group, std::int64_t offset) {
+      __m256i wv[C];
+#pragma GCC unroll 3
+      for (int v = 0; v < C; ++v)
+        wv[v] = _mm256_load_si256(reinterpret_cast<const __m256i*>(w[v] + 64 * group));
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) {
+        __m256i av = _mm256_set1_epi32(load4(a[r] + offset));
+        if constexpr (Flip) av = _mm256_xor_si256(av, flip);
+#pragma GCC unroll 3
+        for (int v = 0; v < C; ++v)
+          c[r][v] = _mm256_dpbusd_avx_epi32(c[r][v], av, wv[v]);
+      }
+    };
+    for (std::int64_t g = 0; g < full; ++g)
+      step(g, 4 * g);
+    if (b.k % 4 != 0) {
+      point_rows_at_tails();
+      step(full, 0);
+    }
   }
 #pragma GCC unroll 3
   for (int v = 0; v < C; ++v) {
