@@ -250,6 +250,32 @@ TEST(QuantizePerGroup, EqualsChooseQparamsThenQuantizeOnLargeInputs) {
   }
 }
 
+// Whole-row groups go in runs capped by input bytes (8 KB): runs of 64 down to 1 group that span
+// rows, at each input width.
+TEST(QuantizePerGroup, RunsOfWholeGroupsAcrossRowsEqualTwoStep) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  RuntimeGuard guard;
+  for (const Q::ScalarType type : {Q::ScalarType::bfloat16, Q::ScalarType::float32}) {
+    const Q::Tensor x = make_input({9, 8192}, type, rng);
+    for (const int threads : {1, 2}) {
+      Q::set_num_threads(threads);
+      for (const std::int64_t group : {32, 128, 1024, 4096, 8192}) {
+        for (const Q::QDtype& dtype : {Q::qint4, Q::quint8}) {
+          const Q::QuantizedTensor fused =
+              Q::quantize_per_group(x, Q::per_channel_affine, dtype, 1, group);
+          const Q::QuantizedTensor two_step =
+              Q::quantize(x, Q::choose_qparams(x, Q::per_channel_affine, dtype, 1, group));
+          EXPECT_EQ(fused.qparams().scale, two_step.qparams().scale);
+          EXPECT_EQ(fused.qparams().zero_point, two_step.qparams().zero_point);
+          EXPECT_EQ(fused.int_repr(), two_step.int_repr())
+              << dtype.name() << " group " << group << " input " << Q::to_string(type)
+              << " threads " << threads;
+        }
+      }
+    }
+  }
+}
+
 TEST(QuantizePerGroup, RejectsBadArguments) {
   const std::vector<float> v(8, 1.0f);
   const Q::TensorView x(v);

@@ -147,14 +147,25 @@ struct FusedJob {
     const std::int32_t* zero_points = nullptr;
   };
 
-  // How many units from u on (at most run_groups, before `last`) are whole groups, when inner == 1.
+  // Groups per run: at most run_groups, and at most run_bytes of input, so that the codes pass
+  // reads the run from L1 where the range pass left it (8 KB: g128 at 256 MB +10 %, g32 unchanged;
+  // docs/performance.md).
+  static constexpr std::int64_t run_bytes = 8192;
+  std::int64_t run_capacity() const {
+    const auto group_bytes = layout.group_size * static_cast<std::int64_t>(x_element_size);
+    return std::clamp<std::int64_t>(run_bytes / group_bytes, 1, run_groups);
+  }
+
+  // How many units from u on (at most run_capacity(), before `last`) are whole groups, when inner
+  // == 1.
   std::int64_t whole_groups(std::int64_t u, std::int64_t last) const {
     if (layout.inner != 1 || std::int64_t{grid.quant_max} - grid.quant_min > 255) return 0;
     // Every group of a row is whole but (when group_size does not divide dim) its last.
     const std::int64_t in_row = u % layout.groups;
     const bool last_is_whole = layout.dim % layout.group_size == 0;
     const std::int64_t whole_in_row = layout.groups - in_row - (last_is_whole ? 0 : 1);
-    const std::int64_t limit = last_is_whole ? run_groups : std::min(run_groups, whole_in_row);
+    const std::int64_t cap = run_capacity();
+    const std::int64_t limit = last_is_whole ? cap : std::min(cap, whole_in_row);
     return std::max<std::int64_t>(0, std::min(limit, last - u));
   }
 
