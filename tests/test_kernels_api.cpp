@@ -225,15 +225,21 @@ TEST(QuantizeInto, MatchesTheAllocatingFormsAndChecksSizes) {
   }
 }
 
-TEST(QuantizePerGroup, EqualsChooseQparamsThenQuantizeOnLargeInputs) {
+namespace {
+
+// quantize_per_group against choose_qparams then quantize, for each bf16 / f32 input of `shape`,
+// 1 and 2 threads, each (axis, group size) and each dtype: scales, zero points and codes equal.
+void expect_per_group_equals_two_step(const Q::Shape& shape,
+                                      std::initializer_list<std::pair<int, std::int64_t>> groups,
+                                      std::initializer_list<Q::QDtype> dtypes) {
   std::mt19937_64 rng(Q::testing::test_seed());
   RuntimeGuard guard;
   for (const Q::ScalarType type : {Q::ScalarType::bfloat16, Q::ScalarType::float32}) {
-    const Q::Tensor x = make_input({257, 129}, type, rng);
+    const Q::Tensor x = make_input(shape, type, rng);
     for (const int threads : {1, 2}) {
       Q::set_num_threads(threads);
-      for (const auto& [axis, group] : {std::pair{1, 32}, std::pair{-1, 7}, std::pair{0, 5}}) {
-        for (const Q::QDtype& dtype : {Q::qint4, Q::quint2, Q::qint8}) {
+      for (const auto& [axis, group] : groups) {
+        for (const Q::QDtype& dtype : dtypes) {
           const Q::QuantizedTensor fused =
               Q::quantize_per_group(x, Q::per_channel_affine, dtype, axis, group);
           const Q::QuantizedTensor two_step =
@@ -243,37 +249,25 @@ TEST(QuantizePerGroup, EqualsChooseQparamsThenQuantizeOnLargeInputs) {
           EXPECT_EQ(fused.qparams().ch_axis, axis);
           EXPECT_EQ(fused.int_repr(), two_step.int_repr())
               << dtype.name() << " axis " << axis << " group " << group << " input "
-              << Q::to_string(type);
+              << Q::to_string(type) << " threads " << threads;
         }
       }
     }
   }
 }
 
+}  // namespace
+
+TEST(QuantizePerGroup, EqualsChooseQparamsThenQuantizeOnLargeInputs) {
+  expect_per_group_equals_two_step({257, 129}, {{1, 32}, {-1, 7}, {0, 5}},
+                                   {Q::qint4, Q::quint2, Q::qint8});
+}
+
 // Whole-row groups go in runs capped by input bytes (8 KB): runs of 64 down to 1 group that span
 // rows, at each input width.
 TEST(QuantizePerGroup, RunsOfWholeGroupsAcrossRowsEqualTwoStep) {
-  std::mt19937_64 rng(Q::testing::test_seed());
-  RuntimeGuard guard;
-  for (const Q::ScalarType type : {Q::ScalarType::bfloat16, Q::ScalarType::float32}) {
-    const Q::Tensor x = make_input({9, 8192}, type, rng);
-    for (const int threads : {1, 2}) {
-      Q::set_num_threads(threads);
-      for (const std::int64_t group : {32, 128, 1024, 4096, 8192}) {
-        for (const Q::QDtype& dtype : {Q::qint4, Q::quint8}) {
-          const Q::QuantizedTensor fused =
-              Q::quantize_per_group(x, Q::per_channel_affine, dtype, 1, group);
-          const Q::QuantizedTensor two_step =
-              Q::quantize(x, Q::choose_qparams(x, Q::per_channel_affine, dtype, 1, group));
-          EXPECT_EQ(fused.qparams().scale, two_step.qparams().scale);
-          EXPECT_EQ(fused.qparams().zero_point, two_step.qparams().zero_point);
-          EXPECT_EQ(fused.int_repr(), two_step.int_repr())
-              << dtype.name() << " group " << group << " input " << Q::to_string(type)
-              << " threads " << threads;
-        }
-      }
-    }
-  }
+  expect_per_group_equals_two_step({9, 8192}, {{1, 32}, {1, 128}, {1, 1024}, {1, 4096}, {1, 8192}},
+                                   {Q::qint4, Q::quint8});
 }
 
 TEST(QuantizePerGroup, RejectsBadArguments) {
