@@ -93,9 +93,10 @@ std::int32_t requantize_stage(std::int64_t acc, float a_scale, float w_scale,
 
 TEST_F(GemmTest, AllStagesMatchIndependentComputationOnEveryTier) {
   std::mt19937_64 rng(Q::testing::test_seed());
-  const std::int64_t shapes[][3] = {{1, 1, 1},    {1, 4096 / 64, 255}, {2, 17, 5},  {3, 33, 7},
-                                    {8, 48, 64},  {9, 49, 127},        {16, 31, 9}, {17, 64, 257},
-                                    {65, 47, 33}, {127, 16, 4},        {5, 257, 15}};
+  const std::int64_t shapes[][3] = {
+      {1, 1, 1},    {1, 4096 / 64, 255}, {2, 17, 5},    {3, 33, 7},   {8, 48, 64},
+      {9, 49, 127}, {16, 31, 9},         {17, 64, 257}, {65, 47, 33}, {127, 16, 4},
+      {5, 257, 15}, {12, 328, 260}};  // small-M tiles of 8 or 9 panels, a partial one
   for (const Q::Isa isa : Q::supported_isas()) {
     Q::set_isa(isa);
     for (const auto& s : shapes) {

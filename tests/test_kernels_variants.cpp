@@ -56,7 +56,7 @@ void expect_families(Q::KernelVariant variant) {
   EXPECT_EQ(std::string(t.name), Q::to_string(variant));
   switch (variant) {
     case Q::KernelVariant::reference:
-      EXPECT_EQ(t.gemm, &K::gemm_u8s8_i32_16c4__reference);
+      EXPECT_EQ(t.gemm.run, &K::gemm_u8s8_i32_16c4__reference);
       EXPECT_EQ(t.gemm_requantize_row, &K::requantize_row_i32_u8__reference);
       EXPECT_EQ(t.weight_only_f32, &W::weight_only_f32_16c__reference);
       EXPECT_EQ(t.weight_only_u8_few_rows.run, &W::weight_only_u8_16c__reference);
@@ -69,8 +69,8 @@ void expect_families(Q::KernelVariant variant) {
 #if defined(LUCIDQ_X86_KERNELS)
     case Q::KernelVariant::avx2_base:
     case Q::KernelVariant::avx_vnni:
-      EXPECT_EQ(t.gemm, variant == Q::KernelVariant::avx_vnni ? &K::gemm_u8s8_i32_16c4__avx_vnni
-                                                              : &K::gemm_u8s8_i32_16c4__avx2);
+      EXPECT_EQ(t.gemm.run, variant == Q::KernelVariant::avx_vnni ? &K::gemm_u8s8_i32_16c4__avx_vnni
+                                                                  : &K::gemm_u8s8_i32_16c4__avx2);
       EXPECT_EQ(t.gemm_requantize_row, &K::requantize_row_i32_u8__reference);
       EXPECT_EQ(t.weight_only_f32, &W::weight_only_f32_16c__avx2);
       EXPECT_EQ(t.weight_only_u8_few_rows.run, &W::weight_only_u8_16c__avx2);
@@ -83,7 +83,7 @@ void expect_families(Q::KernelVariant variant) {
     case Q::KernelVariant::avx512_bw:
     case Q::KernelVariant::avx512_vnni: {
       const bool vnni = variant == Q::KernelVariant::avx512_vnni;
-      EXPECT_EQ(t.gemm,
+      EXPECT_EQ(t.gemm.run,
                 vnni ? &K::gemm_u8s8_i32_16c4__avx512_vnni : &K::gemm_u8s8_i32_16c4__avx512_bw);
       EXPECT_EQ(t.gemm_requantize_row, &K::requantize_row_i32_u8__avx512);
       EXPECT_EQ(t.weight_only_f32, &W::weight_only_f32_16c__avx512);

@@ -10,13 +10,14 @@
 namespace lucid::quantization::igemm {
 namespace {
 
-// Tile shapes. Small M: all rows, panels streamed once. Large M: 64-row × 3-panel tiles.
+// Tile shapes. Small M: all rows, the kernel's small_m_panels (at most max_small_m_panels),
+// panels streamed once. Large M: 64-row × 3-panel tiles.
 constexpr std::int64_t small_m = 16;
-constexpr std::int64_t small_m_panels = 8;
+constexpr std::int64_t max_small_m_panels = 12;
 constexpr std::int64_t large_m_rows = 64;
 constexpr std::int64_t large_m_panels = 3;
 constexpr std::int64_t tile_capacity = 3072;  // int32 accumulators per tile
-static_assert(small_m * small_m_panels * panel_width <= tile_capacity);
+static_assert(small_m * max_small_m_panels * panel_width <= tile_capacity);
 static_assert(large_m_rows * large_m_panels * panel_width <= tile_capacity);
 
 // Multiply-accumulates below which another thread costs more than it saves.
@@ -24,12 +25,14 @@ constexpr std::int64_t min_macs_per_thread = std::int64_t{1} << 21;
 
 }  // namespace
 
-void run_gemm(const ActivationRows& a, const PackedWeightsInt8::Layout& w, GemmKernelFn kernel,
-              const TileStage& stage) {
+void run_gemm(const ActivationRows& a, const PackedWeightsInt8::Layout& w,
+              const TiledGemmKernel& kernel, const TileStage& stage) {
   if (a.rows == 0) return;
   const bool small = a.rows <= small_m;
   const std::int64_t tile_rows = small ? a.rows : large_m_rows;
-  const std::int64_t tile_panels = small ? small_m_panels : large_m_panels;
+  const std::int64_t tile_panels =
+      small ? std::clamp<std::int64_t>(kernel.small_m_panels, 1, max_small_m_panels)
+            : large_m_panels;
   const std::int64_t row_tiles = (a.rows + tile_rows - 1) / tile_rows;
   const std::int64_t col_tiles = (w.panels + tile_panels - 1) / tile_panels;
   const std::int64_t tiles = row_tiles * col_tiles;
@@ -57,7 +60,7 @@ void run_gemm(const ActivationRows& a, const PackedWeightsInt8::Layout& w, GemmK
       block.column_sums = w.column_sums.data() + panel_begin * panel_width;
       block.acc = acc.data();
       block.acc_stride = panel_count * panel_width;
-      kernel(block);
+      kernel.run(block);
       const std::int64_t col_begin = panel_begin * panel_width;
       const std::int64_t col_end = std::min(w.n, col_begin + block.acc_stride);
       stage.apply(row_begin, block.rows, col_begin, col_end, acc.data(), block.acc_stride);

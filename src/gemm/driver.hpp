@@ -36,7 +36,7 @@ class TileStage {
 /// Computes every tile of C = (A − z) · Wᵀ with `kernel` (the entry point's variant) on
 /// num_threads() threads (fewer for small products; K is never split, so results do not depend on
 /// the count) and passes each tile to `stage`.
-void run_gemm(const ActivationRows& a, const PackedWeightsInt8::Layout& w, GemmKernelFn kernel,
-              const TileStage& stage);
+void run_gemm(const ActivationRows& a, const PackedWeightsInt8::Layout& w,
+              const TiledGemmKernel& kernel, const TileStage& stage);
 
 }  // namespace lucid::quantization::igemm

@@ -223,7 +223,7 @@ namespace igemm {
 
 GemmKernel gemm_kernel() {
   const kernels::KernelTable& table = kernels::active();
-  return {table.name, table.gemm, true};
+  return {table.name, table.gemm.run, true};
 }
 
 std::vector<GemmKernel> gemm_kernel_variants() {
@@ -234,7 +234,7 @@ std::vector<GemmKernel> gemm_kernel_variants() {
       continue;
     }
     const kernels::KernelTable& table = kernels::table_for(variant);
-    out.push_back({table.name, table.gemm, true});
+    out.push_back({table.name, table.gemm.run, true});
   }
   return out;
 }

@@ -39,6 +39,14 @@ inline std::int64_t panel_bytes(std::int64_t k) {
 
 using GemmKernelFn = void (*)(const GemmBlock& block);
 
+/// A variant's kernel as the driver runs it: the function and the panels per tile it wants when
+/// M <= 16 (all rows in one tile, the panels streamed once): a multiple of the panels its
+/// register tiles walk together (3 for the AVX2 kernels, whose slices are 3 panels).
+struct TiledGemmKernel {
+  GemmKernelFn run = nullptr;
+  std::int64_t small_m_panels = 8;
+};
+
 /// One implementation of the kernel and whether this CPU can run it.
 struct GemmKernel {
   const char* name;

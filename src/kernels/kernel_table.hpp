@@ -137,7 +137,7 @@ struct KernelTable {
   KernelVariant variant;
   const char* name;
   // The kernel families beyond the elementwise ones; each contract is in the header named.
-  igemm::GemmKernelFn gemm;                          // gemm_int8.hpp: int32 accumulators
+  igemm::TiledGemmKernel gemm;                       // gemm_int8.hpp: int32 accumulators
   igemm::RequantizeRowFn gemm_requantize_row;        // gemm_int8.hpp: the requantized output stage
   igemm::DepthwiseRowFn conv_depthwise;              // conv_depthwise.hpp: one output row
   weight_only::PanelsKernel weight_only_f32;         // weight_only.hpp: float activations

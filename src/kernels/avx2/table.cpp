@@ -19,7 +19,7 @@ const KernelTable& avx2_table() {
     avx2::fill_range_kernels(t);
     avx2::fill_requantize_kernels(t);
     avx2::fill_ggml_kernels(t);
-    t.gemm = gemm_u8s8_i32_16c4__avx2;
+    t.gemm = {gemm_u8s8_i32_16c4__avx2, 9};  // 3 slices of 3 panels (docs/performance.md)
     t.conv_depthwise = conv_depthwise_u8s16_i32__avx2;
     t.weight_only_f32 = weight_only::weight_only_f32_16c__avx2;
     t.weight_only_u8_few_rows = {weight_only::weight_only_u8_16c__avx2, 1};
@@ -38,7 +38,7 @@ const KernelTable& avx_vnni_table() {
     KernelTable t = avx2_table();
     t.variant = KernelVariant::avx_vnni;
     t.name = "avx_vnni";
-    t.gemm = gemm_u8s8_i32_16c4__avx_vnni;
+    t.gemm = {gemm_u8s8_i32_16c4__avx_vnni, 9};
     return t;
   }();
   return table;

@@ -29,7 +29,7 @@ const KernelTable& avx512_table() {
     // The AVX2 requantize (int16 saturation instead of a double clamp) runs 2.3x the AVX-512
     // kernel's rate in L1 on Zen 4 (docs/performance.md, AVX2); per-element multipliers keep it.
     t.requantize = avx2_table().requantize;
-    t.gemm = gemm_u8s8_i32_16c4__avx512_bw;
+    t.gemm = {gemm_u8s8_i32_16c4__avx512_bw, 8};
     t.gemm_requantize_row = requantize_row_i32_u8__avx512;
     t.conv_depthwise = conv_depthwise_u8s16_i32__avx512;
     t.weight_only_f32 = weight_only::weight_only_f32_16c__avx512;
@@ -51,7 +51,7 @@ const KernelTable& avx512_vnni_table() {
     KernelTable t = avx512_table();
     t.variant = KernelVariant::avx512_vnni;
     t.name = "avx512_vnni";
-    t.gemm = gemm_u8s8_i32_16c4__avx512_vnni;
+    t.gemm = {gemm_u8s8_i32_16c4__avx512_vnni, 8};
     t.weight_only_u8_few_rows = {weight_only::weight_only_u8_regs_64c__avx512_vnni,
                                  weight_only::u8_regs_block_panels};
     t.weight_only_u8_many_rows = {weight_only::weight_only_u8_tiles_48c__avx512_vnni,

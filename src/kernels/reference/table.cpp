@@ -14,7 +14,7 @@ const KernelTable& reference_table() {
     reference::fill_ggml_kernels(t);
     t.variant = KernelVariant::reference;
     t.name = "reference";
-    t.gemm = gemm_u8s8_i32_16c4__reference;
+    t.gemm = {gemm_u8s8_i32_16c4__reference, 8};
     t.gemm_requantize_row = requantize_row_i32_u8__reference;
     t.conv_depthwise = conv_depthwise_u8s16_i32__reference;
     t.weight_only_f32 = weight_only::weight_only_f32_16c__reference;
