@@ -71,6 +71,8 @@ void expect_families(Q::KernelVariant variant) {
     case Q::KernelVariant::avx_vnni:
       EXPECT_EQ(t.gemm.run, variant == Q::KernelVariant::avx_vnni ? &K::gemm_u8s8_i32_16c4__avx_vnni
                                                                   : &K::gemm_u8s8_i32_16c4__avx2);
+      // Whole 3-panel slices in every small-M tile (no 1-vector edge tile).
+      EXPECT_EQ(t.gemm.small_m_panels % 3, 0);
       EXPECT_EQ(t.gemm_requantize_row, &K::requantize_row_i32_u8__reference);
       EXPECT_EQ(t.weight_only_f32, &W::weight_only_f32_16c__avx2);
       EXPECT_EQ(t.weight_only_u8_few_rows.run, &W::weight_only_u8_16c__avx2);
