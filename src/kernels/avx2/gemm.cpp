@@ -15,6 +15,7 @@
 #include <cstring>
 #include <utility>
 
+#include "kernels/avx2/stream_prefetch.hpp"
 #include "kernels/gemm_int8.hpp"
 
 namespace lucid::quantization::kernels {
@@ -240,6 +241,7 @@ void direct_tile(const igemm::GemmBlock& b, const DirectRows& rows, const std::i
   for (int r = 0; r < R; ++r)
     c[r][0] = c[r][1] = c[r][2] = c[r][3] = _mm256_setzero_si256();
   for (std::int64_t g = 0; g < groups; ++g, group += 64) {
+    stream_prefetch(group);  // the panels are one stream: each follows the last
     __m256i a[R];
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {

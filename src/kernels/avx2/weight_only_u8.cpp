@@ -30,6 +30,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "kernels/avx2/stream_prefetch.hpp"
 #include "kernels/avx2/weight_only_scales.hpp"
 #include "kernels/weight_only.hpp"
 
@@ -145,6 +146,7 @@ __attribute__((noinline)) void group_dot(const std::uint8_t* codes, std::int64_t
   const std::uint8_t* x2 = x[std::min(2, R - 1)];
   const std::uint8_t* x3 = x[std::min(3, R - 1)];
   for (std::int64_t b = 0; b < blocks; ++b) {
+    kernels::stream_prefetch(codes + 64 * b);  // a panel's records are one stream
     const Block w(codes + 64 * b);
     w.template multiply<Blocks>(x0 + step * b, d00, d01);
     if constexpr (R > 1) w.template multiply<Blocks>(x1 + step * b, d10, d11);

@@ -1,0 +1,17 @@
+// Software prefetch for kernels that read their weights as one forward stream (AVX2 tier).
+#pragma once
+
+#include <immintrin.h>
+
+namespace lucid::quantization::kernels {
+
+/// Called once per 64 bytes read at `at`: prefetches the line 2 KiB ahead into L1 and the one
+/// 8 KiB ahead into L2, so that one core keeps enough misses in flight to stream from DRAM (the
+/// distances of the AVX-512 VNNI GEMM, docs/performance.md). A hint: never faults, so reading
+/// past the end of the weights is harmless.
+inline void stream_prefetch(const void* at) {
+  _mm_prefetch(static_cast<const char*>(at) + 2048, _MM_HINT_T0);
+  _mm_prefetch(static_cast<const char*>(at) + 8192, _MM_HINT_T1);
+}
+
+}  // namespace lucid::quantization::kernels
