@@ -156,8 +156,7 @@ struct FusedJob {
     return std::clamp<std::int64_t>(run_bytes / group_bytes, 1, run_groups);
   }
 
-  // How many units from u on (at most run_capacity(), before `last`) are whole groups, when inner
-  // == 1.
+  // Whole groups from unit u on (at most run_capacity(), before `last`); inner == 1 only.
   std::int64_t whole_groups(std::int64_t u, std::int64_t last) const {
     if (layout.inner != 1 || std::int64_t{grid.quant_max} - grid.quant_min > 255) return 0;
     // Every group of a row is whole but (when group_size does not divide dim) its last.
