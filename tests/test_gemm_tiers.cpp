@@ -122,15 +122,16 @@ TEST_P(GemmVariant, MatchesReferenceOverShapes) {
 }
 
 TEST_P(GemmVariant, SmallBatchesOverSeveralDepthBlocks) {
-  // M = 1..3 (the small-M paths) with K around and past multiples of 4096 (AVX2's direct path
-  // widens the activations per 4096-k block and carries partial sums across blocks), ragged
-  // tails, both code types.
+  // M = 1..8 and 13 (the small-M paths; AVX2's direct path: whole-panel tiles of 1-3 rows,
+  // half-panel tiles of 4-6, row groups of 6 and the rest) with K around and past multiples of
+  // 4096 (that path widens the activations per k block of at most 8192 / M and carries partial
+  // sums across blocks), ragged tails, both code types.
   std::mt19937_64 rng(Q::testing::test_seed());
   const G::GemmKernel reference = G::gemm_kernel_variants()[0];
   for (const std::int64_t k : {4095, 4096, 4097, 8195, 12289}) {
-    for (const std::int64_t m : {1, 2, 3}) {
+    for (const std::int64_t m : {1, 2, 3, 4, 5, 6, 7, 8, 13}) {
       for (const bool flip : {false, true}) {
-        const std::int64_t n = m == 2 ? 33 : 16;
+        const std::int64_t n = m % 2 == 0 ? 33 : 16;
         const Q::PackedWeightsInt8 w = random_weights(rng, n, k);
         const std::int32_t z = (flip ? -128 : 0) + static_cast<std::int32_t>(k % 200);
         const Activations a(rng, m, k, k + 3, 5);
@@ -147,7 +148,8 @@ TEST_P(GemmVariant, ExtremeCodesAtMaximumDepth) {
   // K = max_gemm_depth with every product at its largest magnitude: the true sums
   // K · 255 · (−128) and K · (−128) · (−128)... reach ±2^31 − 2^k and must not wrap, and every
   // pair of products exceeds int16 (a scheme that adds pairs in int16, like vpmaddubsw, fails).
-  // 2 rows (the small-M paths) and 7 (AVX2's widened path: a 4-row and a 3-row register tile);
+  // 2, 5 and 7 rows (the small-M paths; on AVX2 the direct path's whole-panel, half-panel and
+  // 6 + 1 row tiles) and 19 (AVX2's widened path: 4-row tiles and a 3-row one);
   // N = 49 pads to 4 panels (a 3-panel slice and a 1-panel one).
   const std::int64_t k = Q::max_gemm_depth;
   constexpr std::int64_t n = 49, width = 64;
@@ -156,7 +158,7 @@ TEST_P(GemmVariant, ExtremeCodesAtMaximumDepth) {
     std::vector<std::int8_t> wv(static_cast<std::size_t>(n * k), code);
     const float scale = 1.0f;
     const auto w = Q::PackedWeightsInt8::pack(wv.data(), n, k, k, {&scale, 1});
-    for (const std::int64_t m : {2, 7}) {
+    for (const std::int64_t m : {2, 5, 7, 19}) {
       for (const bool flip : {false, true}) {
         // a − z = 255 (a = 255, z = 0) and −255 (a = 0, z = 255), in uint8 or int8 form.
         for (const int sign : {1, -1}) {

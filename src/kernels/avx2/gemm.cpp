@@ -1,13 +1,15 @@
 // AVX2 GEMM kernel: u8 × s8 products widened to int16 and multiplied with vpmaddwd (exact; never
 // the saturating vpmaddubsw). Design and measurements: docs/performance.md, "AVX2".
 //
-// Blocks of at least `min_widened_rows` rows take the widened path: for each slice of ≤ 3 panels
+// Blocks of more than 16 rows (the driver's large-M tiles) take the widened path: for each slice of
+// ≤ 3 panels
 // and each block of `block_depth` k, the slice's weights are widened once into an L1-resident
 // int16 panel laid out as k pairs (8 channels × (w[c][2j], w[c][2j+1]) per vector), each 4-row
 // group's activations into an int16 strip; a 4-row × 3-vector register tile (12 accumulators,
 // 3 weight vectors, 1 broadcast activation pair: all 16 ymm registers) then does one vpmaddwd +
-// vpaddd per 16 multiply-adds. Smaller blocks (M < 4: the weights would be widened for too few
-// rows) widen each weight group in registers as they read it.
+// vpaddd per 16 multiply-adds. Blocks of up to 16 rows (the weights would be widened for too few
+// rows) take the direct path: each weight group is widened in registers as it is read, for row
+// groups of up to 6 rows.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -31,7 +33,7 @@ constexpr int slice_vectors = 2 * slice_panels;
 constexpr std::int64_t block_depth = 256;
 constexpr std::int64_t block_groups = block_depth / igemm::group_depth;
 constexpr std::int64_t block_pairs = block_depth / 2;
-constexpr std::int64_t min_widened_rows = 4;
+constexpr std::int64_t min_widened_rows = 17;
 
 // The widened weights of one slice and k block: pair j of vector v at (j · vectors + v) · 16.
 struct alignas(64) WidenedSlice {
@@ -219,84 +221,130 @@ void gemm_widened(const igemm::GemmBlock& b) {
   }
 }
 
-// ---- The direct path (M < 4) -------------------------------------------------------------------
+// ---- The direct path (M < min_widened_rows) ----------------------------------------------------
 
-// k per block of the direct path: its rows' activations are widened once per block to int16
-// (3 rows × 8 KiB on the stack), so that each weight group costs one broadcast load per row.
-constexpr std::int64_t direct_depth = 4096;
+// Rows of the direct path's tiles: up to 3 rows take whole panels per pass (4 accumulators per
+// row, 4 weight vectors), 4 to 6 rows half a panel (2 per row, 2 weight vectors), so that the
+// accumulators, the weight vectors and one broadcast fit the 16 ymm registers. More rows go in
+// groups of 6 and one of the rest (fewer groups: fewer passes over the panel).
+constexpr int direct_whole_rows = 3;
+constexpr int direct_tile_rows = 6;
+constexpr int direct_max_rows = static_cast<int>(min_widened_rows) - 1;
+// The direct path widens its rows' activations to int16 once per k block, so that each weight
+// group costs one broadcast load per row: the block is sized so that they take at most
+// direct_budget bytes of L1, beside the panel's weights, which each row group and pass re-reads.
+constexpr std::int64_t direct_budget = 16384;
 struct alignas(64) DirectRows {
-  std::int16_t a[min_widened_rows - 1][direct_depth];
+  std::int16_t a[direct_budget / 2 + 16 * direct_max_rows];  // row r at r · stride
+  std::int64_t stride = 0;                                   // the block's depth, padded to 16
 };
 
-// acc[r][0..15] for R rows and the 16 channels of one panel over `groups` groups from `group`
-// (one k block): starts from zero (first block) or the partial sums in acc, and ends with
-// − z · column_sums (last block). Each group's 4 × 16-byte quarters (4 channels × 4 k) are
-// widened in registers and multiplied (vpmaddwd) by the row's broadcast (a0, a1, a2, a3).
-template <int R>
-void direct_tile(const igemm::GemmBlock& b, const DirectRows& rows, const std::int8_t* group,
-                 std::int64_t groups, bool first, bool last, const std::int32_t* column_sums,
-                 std::int32_t* acc) {
-  __m256i c[R][4];
+// acc[r][8h..8h+7] for R rows, over `groups` groups from `group` (one k block), of the halves
+// h = h0 .. h0 + H − 1 of one panel (H = 2: the whole panel): starts from zero (first block) or
+// the partial sums in acc, and ends with − z · column_sums (last block). Each group's 16-byte
+// quarters (4 channels × 4 k; quarters 2h and 2h + 1 are half h) are widened in registers and
+// multiplied (vpmaddwd) by the row's broadcast (a0, a1, a2, a3).
+template <int R, int H>
+void direct_tile(const igemm::GemmBlock& b, const DirectRows& rows, std::int64_t row,
+                 const std::int8_t* group, std::int64_t groups, int h0, bool prefetch, bool first,
+                 bool last, const std::int32_t* column_sums, std::int32_t* acc) {
+  constexpr int Q = 2 * H;
+  __m256i c[R][Q];
+#pragma GCC unroll 6
+  for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 4
-  for (int r = 0; r < R; ++r)
-    c[r][0] = c[r][1] = c[r][2] = c[r][3] = _mm256_setzero_si256();
-  for (std::int64_t g = 0; g < groups; ++g, group += 64) {
-    stream_prefetch(group);  // the panels are one stream: each follows the last
-    __m256i a[R];
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) {
-      std::int64_t four;
-      std::memcpy(&four, rows.a[r] + 4 * g, 8);
-      a[r] = _mm256_set1_epi64x(four);
-    }
-#pragma GCC unroll 4
-    for (int q = 0; q < 4; ++q) {
-      const __m256i w =
-          _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(group + 16 * q)));
-#pragma GCC unroll 4
-      for (int r = 0; r < R; ++r)
-        c[r][q] = _mm256_add_epi32(c[r][q], _mm256_madd_epi16(a[r], w));
+    for (int q = 0; q < Q; ++q) {
+      // An opaque zero per accumulator: GCC otherwise starts all of them from one register,
+      // fails to give each its own and spills them in the loop.
+      c[r][q] = _mm256_setzero_si256();
+      asm("" : "+x"(c[r][q]));
     }
   }
+  const std::int64_t stride = rows.stride;
+  const std::int16_t* quads = rows.a + row * stride;  // row r's k group g at r · stride + 4 · g
+  const std::int8_t* quarters = group + 32 * h0;
+  for (std::int64_t g = 0; g < groups; ++g, quarters += 64) {
+    if (prefetch) stream_prefetch(quarters);  // the panels are one stream: each follows the last
+    __m256i w[Q];
 #pragma GCC unroll 4
+    for (int q = 0; q < Q; ++q) {
+      w[q] =
+          _mm256_cvtepi8_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(quarters + 16 * q)));
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < R; ++r) {
+      std::int64_t four;
+      std::memcpy(&four, quads + r * stride + 4 * g, 8);
+      const __m256i a = _mm256_set1_epi64x(four);
+#pragma GCC unroll 4
+      for (int q = 0; q < Q; ++q)
+        c[r][q] = _mm256_add_epi32(_mm256_madd_epi16(a, w[q]), c[r][q]);
+    }
+  }
+#pragma GCC unroll 6
   for (int r = 0; r < R; ++r) {
-    std::int32_t* out = acc + r * b.acc_stride;
-    for (int h = 0; h < 2; ++h) {
+    std::int32_t* out = acc + (row + r) * b.acc_stride;
+#pragma GCC unroll 2
+    for (int h = 0; h < H; ++h) {
       // hadd gives channels (0, 1, 4, 5 | 2, 3, 6, 7) of the half; the permute restores 0..7.
       const __m256i pairs = _mm256_hadd_epi32(c[r][2 * h], c[r][2 * h + 1]);
       __m256i total = _mm256_permute4x64_epi64(pairs, _MM_SHUFFLE(3, 1, 2, 0));
-      auto* at = reinterpret_cast<__m256i*>(out + 8 * h);
+      auto* at = reinterpret_cast<__m256i*>(out + 8 * (h0 + h));
       if (!first) total = _mm256_add_epi32(total, _mm256_loadu_si256(at));
       if (last) {
         const __m256i sums =
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(column_sums + 8 * h));
-        total =
-            _mm256_sub_epi32(total, _mm256_mullo_epi32(_mm256_set1_epi32(b.zero_points[r]), sums));
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(column_sums + 8 * (h0 + h)));
+        total = _mm256_sub_epi32(
+            total, _mm256_mullo_epi32(_mm256_set1_epi32(b.zero_points[row + r]), sums));
       }
       _mm256_storeu_si256(at, total);
     }
   }
 }
 
+using DirectTileFn = void (*)(const igemm::GemmBlock&, const DirectRows&, std::int64_t,
+                              const std::int8_t*, std::int64_t, int, bool, bool, bool,
+                              const std::int32_t*, std::int32_t*);
+
+// Halves of a panel per pass of an R-row direct tile.
+constexpr int direct_halves(int rows) {
+  return rows <= direct_whole_rows ? 2 : 1;
+}
+
+template <std::size_t... R>
+constexpr std::array<DirectTileFn, sizeof...(R)> direct_tiles(std::index_sequence<R...>) {
+  return {direct_tile<static_cast<int>(R) + 1, direct_halves(static_cast<int>(R) + 1)>...};
+}
+
 void gemm_direct(const igemm::GemmBlock& b) {
-  using Fn = void (*)(const igemm::GemmBlock&, const DirectRows&, const std::int8_t*, std::int64_t,
-                      bool, bool, const std::int32_t*, std::int32_t*);
-  static constexpr Fn by_rows[min_widened_rows - 1] = {direct_tile<1>, direct_tile<2>,
-                                                       direct_tile<3>};
+  // by_rows[r − 1]: the direct tile of r rows.
+  static constexpr auto by_rows = direct_tiles(std::make_index_sequence<direct_tile_rows>());
   alignas(64) DirectRows rows;
   const std::int64_t panel_stride = igemm::panel_bytes(b.k);
-  const int r = static_cast<int>(b.rows);
+  const std::int64_t blocks =
+      std::max<std::int64_t>(1, (2 * b.rows * b.k + direct_budget - 1) / direct_budget);
+  rows.stride = ((b.k + blocks - 1) / blocks + 15) / 16 * 16;
   std::int64_t k0 = 0;
   do {  // at least once: k = 0 still writes − z · column_sums
-    const std::int64_t depth = std::min(direct_depth, b.k - k0);
+    const std::int64_t depth = std::min(rows.stride, b.k - k0);
     const std::int64_t groups = (depth + igemm::group_depth - 1) / igemm::group_depth;
-    widen_rows(b, 0, r, k0, depth, groups * igemm::group_depth, rows.a[0], direct_depth);
-    const bool first = k0 == 0, last = k0 + direct_depth >= b.k;
+    widen_rows(b, 0, static_cast<int>(b.rows), k0, depth, groups * igemm::group_depth, rows.a,
+               rows.stride);
+    const bool first = k0 == 0, last = k0 + rows.stride >= b.k;
     for (std::int64_t p = 0; p < b.panel_count; ++p) {
-      by_rows[r - 1](b, rows, b.panels + p * panel_stride + k0 / igemm::group_depth * 64, groups,
-                     first, last, b.column_sums + 16 * p, b.acc + 16 * p);
+      const std::int8_t* panel = b.panels + p * panel_stride + k0 / igemm::group_depth * 64;
+      // Row groups of direct_tile_rows rows and the rest; the first pass over the panel's
+      // block prefetches it, the others read it from L1.
+      for (std::int64_t row = 0; row < b.rows;) {
+        const int r = static_cast<int>(std::min<std::int64_t>(direct_tile_rows, b.rows - row));
+        for (int h0 = 0; h0 < 2; h0 += direct_halves(r)) {
+          by_rows[r - 1](b, rows, row, panel, groups, h0, row == 0 && h0 == 0, first, last,
+                         b.column_sums + 16 * p, b.acc + 16 * p);
+        }
+        row += r;
+      }
     }
-    k0 += direct_depth;
+    k0 += rows.stride;
   } while (k0 < b.k);
 }
 
