@@ -1,15 +1,14 @@
 // AVX2 GEMM kernel: u8 × s8 products widened to int16 and multiplied with vpmaddwd (exact; never
 // the saturating vpmaddubsw). Design and measurements: docs/performance.md, "AVX2".
 //
-// Blocks of more than 16 rows (the driver's large-M tiles) take the widened path: for each slice of
-// ≤ 3 panels
-// and each block of `block_depth` k, the slice's weights are widened once into an L1-resident
-// int16 panel laid out as k pairs (8 channels × (w[c][2j], w[c][2j+1]) per vector), each 4-row
-// group's activations into an int16 strip; a 4-row × 3-vector register tile (12 accumulators,
-// 3 weight vectors, 1 broadcast activation pair: all 16 ymm registers) then does one vpmaddwd +
-// vpaddd per 16 multiply-adds. Blocks of up to 16 rows (the weights would be widened for too few
-// rows) take the direct path: each weight group is widened in registers as it is read, for row
-// groups of up to 6 rows.
+// Blocks of more than 16 rows (the driver's large-M tiles) take the widened path: for each slice
+// of ≤ 3 panels and each block of `block_depth` k, the slice's weights are widened once into an
+// L1-resident int16 panel laid out as k pairs (8 channels × (w[c][2j], w[c][2j+1]) per vector),
+// each 4-row group's activations into an int16 strip; a 4-row × 3-vector register tile (12
+// accumulators, 3 weight vectors, 1 broadcast activation pair: all 16 ymm registers) then does
+// one vpmaddwd + vpaddd per 16 multiply-adds. Blocks of up to 16 rows (the weights would be
+// widened for too few rows) take the direct path: each weight group is widened in registers as
+// it is read, for row groups of up to 6 rows (docs/performance.md, "direct path").
 #include <immintrin.h>
 
 #include <algorithm>
