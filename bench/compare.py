@@ -39,11 +39,15 @@ def parse_size(text):
     return int(float(text[:-1]) * units[text[-1]]) if text[-1] in units else int(text)
 
 
-def run_ours(bench, sizes, threads, repetitions, min_time):
+def run_ours(bench, sizes, threads, repetitions, min_time, benchmark_filter=None, env=None):
+    """bench_quantize's medians: {(op, size, threads): (elements/s, bytes/s)}, and its context.
+    benchmark_filter (a regex of op names) and env (the child's environment) are optional."""
     cmd = [bench, f"--sizes={sizes}", f"--threads={threads}", "--benchmark_format=json",
            f"--benchmark_repetitions={repetitions}", f"--benchmark_min_time={min_time}",
            "--benchmark_report_aggregates_only=true"]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    if benchmark_filter:
+        cmd.append(f"--benchmark_filter={benchmark_filter}")
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
     data = json.loads(out)
     results = {}
     for b in data["benchmarks"]:
