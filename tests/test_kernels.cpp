@@ -308,6 +308,49 @@ TEST_P(KernelTier, DequantizeMatchesReference) {
   }
 }
 
+// The non-temporal dequantize: the same bits as the reference for every residue of the output
+// address modulo 64 (the aligned body, the plain head and tail), nothing written outside it.
+TEST_P(KernelTier, DequantizeStreamingMatchesReference) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  const std::pair<K::CodeType, std::size_t> types[] = {{K::CodeType::i8, 1},
+                                                       {K::CodeType::u8, 1},
+                                                       {K::CodeType::i16, 2},
+                                                       {K::CodeType::u16, 2},
+                                                       {K::CodeType::i32, 4}};
+  std::uniform_int_distribution<int> byte(0, 255);
+  for (const auto& [type, size] : types) {
+    for (const std::int64_t n : {0, 1, 7, 8, 15, 16, 17, 31, 33, 64, 100, 257, 1025}) {
+      const auto count = static_cast<std::size_t>(n);
+      Guarded codes(count * size, 0);
+      for (std::size_t i = 0; i < codes.size; ++i)
+        codes.as<std::uint8_t>()[i] = static_cast<std::uint8_t>(byte(rng));
+      const float scale = random_scale(rng);
+      const std::int32_t zero = type == K::CodeType::u8 ? 7 : -3;
+      Guarded expected(count * 4, 0);
+      reference().dequantize[int(type)](codes.data(), n, scale, zero, expected.as<float>());
+      for (std::size_t offset = 0; offset < 64; offset += 4) {
+        // A 64-byte aligned base, so that `offset` is the output's address modulo 64.
+        std::vector<std::uint8_t> bytes(count * 4 + 64 + offset + guard_size, guard_byte);
+        const auto base = reinterpret_cast<std::uintptr_t>(bytes.data());
+        const std::size_t skip = (64 - base % 64) % 64 + offset;
+        void* out = bytes.data() + skip;
+        tier().dequantize_streaming[int(type)](codes.data(), n, scale, zero,
+                                               static_cast<float*>(out));
+        const std::vector<std::uint8_t> payload(
+            bytes.begin() + static_cast<std::ptrdiff_t>(skip),
+            bytes.begin() + static_cast<std::ptrdiff_t>(skip + count * 4));
+        ASSERT_EQ(payload, expected.payload())
+            << "code type " << int(type) << " n " << n << " address % 64 = " << offset;
+        for (std::size_t i = 0; i < bytes.size(); ++i) {
+          if (i < skip || i >= skip + count * 4) {
+            ASSERT_EQ(bytes[i], guard_byte) << "byte " << i << " outside the output, n " << n;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_P(KernelTier, PackAndUnpackMatchReference) {
   std::mt19937_64 rng(Q::testing::test_seed());
   for (const int bits : {4, 2}) {

@@ -137,12 +137,15 @@ int code_type_index(Storage storage) {
   }
 }
 
-// The reconstructions of codes [begin, end) of `q` (begin byte aligned).
+// The reconstructions of codes [begin, end) of `q` (begin byte aligned); `streaming`: through
+// the non-temporal kernels (a whole output of at least kernels::streaming_output_bytes).
 void dequantize_range(const KernelTable& k, const QuantizedTensor& q, const ParamLayout& layout,
-                      std::int64_t begin, std::int64_t end, float* out) {
+                      std::int64_t begin, std::int64_t end, bool streaming, float* out) {
   const QParams& qp = q.qparams();
   const Storage storage = qp.qdtype.storage();
   const int code_type = code_type_index(storage);
+  const kernels::DequantizeFn dequantize =
+      streaming ? k.dequantize_streaming[code_type] : k.dequantize[code_type];
   auto run = [&](const void* codes, std::int64_t b, std::int64_t e, std::int64_t slot,
                  bool per_element) {
     const auto s = static_cast<std::size_t>(slot);
@@ -150,7 +153,7 @@ void dequantize_range(const KernelTable& k, const QuantizedTensor& q, const Para
       k.dequantize_vec[code_type](codes, e - b, qp.scale.data() + s, qp.zero_point.data() + s,
                                   out + b);
     } else {
-      k.dequantize[code_type](codes, e - b, qp.scale[s], qp.zero_point[s], out + b);
+      dequantize(codes, e - b, qp.scale[s], qp.zero_point[s], out + b);
     }
   };
   const std::uint8_t* storage_bytes = q.storage().data();
@@ -233,9 +236,10 @@ void dequantize_into(const QuantizedTensor& q, std::span<float> out) {
   const KernelTable& k = kernels::active();
   const ParamLayout layout = layout_for(q.shape(), q.qparams());
   const std::int64_t n = q.numel();
+  const bool streaming = n * std::int64_t{sizeof(float)} >= kernels::streaming_output_bytes;
   kernels::parallel_pieces(n, kernels::threads_for(n), detail::piece_alignment,
                            [&](int, std::int64_t begin, std::int64_t end) {
-                             dequantize_range(k, q, layout, begin, end, out.data());
+                             dequantize_range(k, q, layout, begin, end, streaming, out.data());
                            });
 }
 

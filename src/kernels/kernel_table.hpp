@@ -34,6 +34,11 @@ constexpr int code_width_count = 3;
 enum class CodeType : std::uint8_t { i8, u8, i16, u16, i32 };
 constexpr int code_type_count = 5;
 
+/// Outputs of at least this many bytes take the *_streaming kernels: no last-level cache of the
+/// CPUs measured keeps them for the caller, and non-temporal stores skip the read for ownership
+/// (docs/performance.md, "Non-temporal stores").
+constexpr std::int64_t streaming_output_bytes = std::int64_t{32} << 20;
+
 /// One (scale, zero point) pair, with the reciprocal quantize multiplies by.
 struct Affine {
   float inv_scale;  // 1.0f / scale
@@ -114,6 +119,9 @@ struct KernelTable {
   QuantizeFn quantize[float_type_count][code_width_count];
   QuantizeVecFn quantize_vec[float_type_count][code_width_count];
   DequantizeFn dequantize[code_type_count];
+  // The same bits as dequantize, stored non-temporally where the tier can: for outputs of at
+  // least streaming_output_bytes, which no cache keeps for the caller.
+  DequantizeFn dequantize_streaming[code_type_count];
   DequantizeVecFn dequantize_vec[code_type_count];
   // [input][0]: grids of at most 16 bits; [input][1]: 32-bit grids.
   FakeQuantizeFn fake_quantize[float_type_count][2];

@@ -241,8 +241,26 @@ void fake_quantize_vec__avx2(const void* x, std::int64_t n, const float* inv_sca
       out + done, mask ? mask + done : mask);
 }
 
+// Stores 4 or 8 floats, with a non-temporal store when Stream (p then 16- or 32-byte aligned).
+template <bool Stream>
+inline void store4(float* p, __m128 v) {
+  if constexpr (Stream) {
+    _mm_stream_ps(p, v);
+  } else {
+    _mm_storeu_ps(p, v);
+  }
+}
+template <bool Stream>
+inline void store8(float* p, __m256 v) {
+  if constexpr (Stream) {
+    _mm256_stream_ps(p, v);
+  } else {
+    _mm256_storeu_ps(p, v);
+  }
+}
+
 // s * (q - z): float32 for codes of at most 16 bits, double for int32 codes.
-template <CodeType C>
+template <CodeType C, bool Stream = false>
 inline void dequantize8(const void* codes, std::int64_t k, __m256 scale, __m256i zero, float* out) {
   const __m256i q = load_codes8<C>(codes, k);
   if constexpr (C == CodeType::i32) {
@@ -252,11 +270,11 @@ inline void dequantize8(const void* codes, std::int64_t k, __m256 scale, __m256i
                                      _mm256_cvtepi32_pd(_mm256_extracti128_si256(zero, 1)));
     const __m256d s0 = _mm256_cvtps_pd(_mm256_castps256_ps128(scale));
     const __m256d s1 = _mm256_cvtps_pd(_mm256_extractf128_ps(scale, 1));
-    _mm_storeu_ps(out + k, _mm256_cvtpd_ps(_mm256_mul_pd(s0, d0)));
-    _mm_storeu_ps(out + k + 4, _mm256_cvtpd_ps(_mm256_mul_pd(s1, d1)));
+    store4<Stream>(out + k, _mm256_cvtpd_ps(_mm256_mul_pd(s0, d0)));
+    store4<Stream>(out + k + 4, _mm256_cvtpd_ps(_mm256_mul_pd(s1, d1)));
   } else {
     const __m256 steps = _mm256_cvtepi32_ps(_mm256_sub_epi32(q, zero));
-    _mm256_storeu_ps(out + k, _mm256_mul_ps(steps, scale));
+    store8<Stream>(out + k, _mm256_mul_ps(steps, scale));
   }
 }
 
@@ -275,6 +293,29 @@ void dequantize__avx2(const void* codes, std::int64_t n, float scale, std::int32
   if (k == n) return;
   reference_table().dequantize[static_cast<int>(C)](
       static_cast<const char*>(codes) + k * code_bytes(C), n - k, scale, zero_point, out + k);
+}
+
+// dequantize__avx2 with non-temporal stores past the first 32-byte boundary of out (outputs
+// larger than the caches: no read for ownership, no eviction of the input; docs/performance.md,
+// "Non-temporal stores"). An out that is not 4-byte aligned never reaches one: plain stores.
+template <CodeType C>
+void dequantize_streaming__avx2(const void* codes, std::int64_t n, float scale,
+                                std::int32_t zero_point, float* out) {
+  const auto address = reinterpret_cast<std::uintptr_t>(out);
+  const auto head = static_cast<std::int64_t>((32 - address % 32) % 32 / 4);
+  if (address % 4 != 0 || head + lanes > n) {
+    dequantize__avx2<C>(codes, n, scale, zero_point, out);
+    return;
+  }
+  dequantize__avx2<C>(codes, head, scale, zero_point, out);
+  const __m256 s = _mm256_set1_ps(scale);
+  const __m256i z = _mm256_set1_epi32(zero_point);
+  std::int64_t k = head;
+  for (; k + lanes <= n; k += lanes)
+    dequantize8<C, true>(codes, k, s, z, out);
+  _mm_sfence();  // the streamed lines are visible before whatever the caller stores next
+  dequantize__avx2<C>(static_cast<const char*>(codes) + k * code_bytes(C), n - k, scale, zero_point,
+                      out + k);
 }
 
 template <CodeType C>
@@ -473,6 +514,7 @@ void fill_for_input(KernelTable& table) {
 template <CodeType C>
 void fill_for_code(KernelTable& table) {
   table.dequantize[static_cast<int>(C)] = dequantize__avx2<C>;
+  table.dequantize_streaming[static_cast<int>(C)] = dequantize_streaming__avx2<C>;
   table.dequantize_vec[static_cast<int>(C)] = dequantize_vec__avx2<C>;
 }
 

@@ -176,6 +176,46 @@ void dequantize__avx512(const void* codes, std::int64_t n, float scale, std::int
   if (k < n) dequantize_block<C>(codes, k, first_lanes(n - k), s, z, out);
 }
 
+// 16 lanes of dequantize_block with non-temporal stores (out + k 64-byte aligned, all lanes).
+template <CodeType C>
+inline void dequantize_streamed(const void* codes, std::int64_t k, __m512 scale, __m512i zero,
+                                float* out) {
+  const __m512i q = load_codes16<C>(codes, k, 0xffff);
+  if constexpr (C == CodeType::i32) {
+    const __m512d s0 = low_half_pd(scale), s1 = high_half_pd(scale);
+    const __m512d d0 = _mm512_sub_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(q)),
+                                     _mm512_cvtepi32_pd(_mm512_castsi512_si256(zero)));
+    const __m512d d1 = _mm512_sub_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(q, 1)),
+                                     _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(zero, 1)));
+    _mm256_stream_ps(out + k, _mm512_cvtpd_ps(_mm512_mul_pd(s0, d0)));
+    _mm256_stream_ps(out + k + 8, _mm512_cvtpd_ps(_mm512_mul_pd(s1, d1)));
+  } else {
+    _mm512_stream_ps(out + k, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(q, zero)), scale));
+  }
+}
+
+// dequantize__avx512 with non-temporal stores past the first 64-byte boundary of out (outputs
+// larger than the caches; docs/performance.md, "Non-temporal stores"). An out that is not 4-byte
+// aligned never reaches one: plain stores.
+template <CodeType C>
+void dequantize_streaming__avx512(const void* codes, std::int64_t n, float scale,
+                                  std::int32_t zero_point, float* out) {
+  const auto address = reinterpret_cast<std::uintptr_t>(out);
+  const auto head = static_cast<std::int64_t>((64 - address % 64) % 64 / 4);
+  if (address % 4 != 0 || head + lanes > n) {
+    dequantize__avx512<C>(codes, n, scale, zero_point, out);
+    return;
+  }
+  const __m512 s = _mm512_set1_ps(scale);
+  const __m512i z = _mm512_set1_epi32(zero_point);
+  if (head > 0) dequantize_block<C>(codes, 0, first_lanes(head), s, z, out);
+  std::int64_t k = head;
+  for (; k + lanes <= n; k += lanes)
+    dequantize_streamed<C>(codes, k, s, z, out);
+  _mm_sfence();  // the streamed lines are visible before whatever the caller stores next
+  if (k < n) dequantize_block<C>(codes, k, first_lanes(n - k), s, z, out);
+}
+
 template <CodeType C>
 void dequantize_vec__avx512(const void* codes, std::int64_t n, const float* scale,
                             const std::int32_t* zero_point, float* out) {
@@ -203,6 +243,7 @@ void fill_for_input(KernelTable& table) {
 template <CodeType C>
 void fill_for_code(KernelTable& table) {
   table.dequantize[static_cast<int>(C)] = dequantize__avx512<C>;
+  table.dequantize_streaming[static_cast<int>(C)] = dequantize_streaming__avx512<C>;
   table.dequantize_vec[static_cast<int>(C)] = dequantize_vec__avx512<C>;
 }
 

@@ -131,6 +131,7 @@ void fill_for_input(KernelTable& table) {
 template <CodeType C>
 void fill_for_code(KernelTable& table) {
   table.dequantize[static_cast<int>(C)] = dequantize__reference<C>;
+  table.dequantize_streaming[static_cast<int>(C)] = dequantize__reference<C>;  // plain stores
   table.dequantize_vec[static_cast<int>(C)] = dequantize_vec__reference<C>;
 }
 
