@@ -53,6 +53,13 @@ struct Guarded {
       if (bytes[i] != guard_byte) return false;
     return true;
   }
+  // A payload whose address is `residue` modulo 64, after at least `residue` guard bytes.
+  static Guarded at_residue(std::size_t payload, std::size_t residue) {
+    Guarded g(payload, 64 + residue);
+    const auto base = reinterpret_cast<std::uintptr_t>(g.bytes.data());
+    g.offset = (64 - base % 64) % 64 + residue;
+    return g;
+  }
   std::vector<std::uint8_t> payload() const {
     return {bytes.begin() + static_cast<std::ptrdiff_t>(offset),
             bytes.begin() + static_cast<std::ptrdiff_t>(offset + size)};
@@ -308,6 +315,9 @@ TEST_P(KernelTier, DequantizeMatchesReference) {
   }
 }
 
+// Around the vector widths and the 64-byte boundaries the non-temporal kernels split at.
+const std::int64_t streaming_lengths[] = {0, 1, 7, 8, 15, 16, 17, 31, 33, 64, 100, 257, 1025};
+
 // The non-temporal dequantize: the same bits as the reference for every residue of the output
 // address modulo 64 (the aligned body, the plain head and tail), nothing written outside it.
 TEST_P(KernelTier, DequantizeStreamingMatchesReference) {
@@ -319,7 +329,7 @@ TEST_P(KernelTier, DequantizeStreamingMatchesReference) {
                                                        {K::CodeType::i32, 4}};
   std::uniform_int_distribution<int> byte(0, 255);
   for (const auto& [type, size] : types) {
-    for (const std::int64_t n : {0, 1, 7, 8, 15, 16, 17, 31, 33, 64, 100, 257, 1025}) {
+    for (const std::int64_t n : streaming_lengths) {
       const auto count = static_cast<std::size_t>(n);
       Guarded codes(count * size, 0);
       for (std::size_t i = 0; i < codes.size; ++i)
@@ -328,22 +338,45 @@ TEST_P(KernelTier, DequantizeStreamingMatchesReference) {
       const std::int32_t zero = type == K::CodeType::u8 ? 7 : -3;
       Guarded expected(count * 4, 0);
       reference().dequantize[int(type)](codes.data(), n, scale, zero, expected.as<float>());
-      for (std::size_t offset = 0; offset < 64; offset += 4) {
-        // A 64-byte aligned base, so that `offset` is the output's address modulo 64.
-        std::vector<std::uint8_t> bytes(count * 4 + 64 + offset + guard_size, guard_byte);
-        const auto base = reinterpret_cast<std::uintptr_t>(bytes.data());
-        const std::size_t skip = (64 - base % 64) % 64 + offset;
-        void* out = bytes.data() + skip;
-        tier().dequantize_streaming[int(type)](codes.data(), n, scale, zero,
-                                               static_cast<float*>(out));
-        const std::vector<std::uint8_t> payload(
-            bytes.begin() + static_cast<std::ptrdiff_t>(skip),
-            bytes.begin() + static_cast<std::ptrdiff_t>(skip + count * 4));
-        ASSERT_EQ(payload, expected.payload())
-            << "code type " << int(type) << " n " << n << " address % 64 = " << offset;
-        for (std::size_t i = 0; i < bytes.size(); ++i) {
-          if (i < skip || i >= skip + count * 4) {
-            ASSERT_EQ(bytes[i], guard_byte) << "byte " << i << " outside the output, n " << n;
+      for (std::size_t residue = 0; residue < 64; residue += 4) {
+        Guarded out = Guarded::at_residue(count * 4, residue);
+        tier().dequantize_streaming[int(type)](codes.data(), n, scale, zero, out.as<float>());
+        ASSERT_EQ(out.payload(), expected.payload())
+            << "code type " << int(type) << " n " << n << " address % 64 = " << residue;
+        ASSERT_TRUE(out.intact()) << "code type " << int(type) << " n " << n;
+      }
+    }
+  }
+}
+
+// The non-temporal fake_quantize: the same output and mask as the reference for every residue
+// of the output address modulo 64, nothing written outside them.
+TEST_P(KernelTier, FakeQuantizeStreamingMatchesReference) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  for (const K::FloatType t : float_types) {
+    for (const K::CodeWidth w : code_widths) {
+      const int wide = w == K::CodeWidth::b32 ? 1 : 0;
+      for (const K::Grid grid : grids_for(w)) {
+        for (const std::int64_t n : streaming_lengths) {
+          const float scale = random_scale(rng);
+          const K::Affine p{1.0f / scale, scale, random_zero_point(rng, grid)};
+          Guarded x = make_input(t, n, 0, rng, scale);
+          const auto count = static_cast<std::size_t>(n);
+          Guarded expected(count * 4, 0), expected_mask(count, 0);
+          reference().fake_quantize[int(t)][wide](x.data(), n, p, grid, expected.as<float>(),
+                                                  expected_mask.as<std::uint8_t>());
+          for (std::size_t residue = 0; residue < 64; residue += 4) {
+            Guarded out = Guarded::at_residue(count * 4, residue), mask(count, 1);
+            tier().fake_quantize_streaming[int(t)][wide](x.data(), n, p, grid, out.as<float>(),
+                                                         mask.as<std::uint8_t>());
+            ASSERT_EQ(out.payload(), expected.payload())
+                << where(t, n, 0, grid) << " residue " << residue;
+            ASSERT_EQ(mask.payload(), expected_mask.payload()) << where(t, n, 0, grid);
+            ASSERT_TRUE(out.intact() && mask.intact()) << where(t, n, 0, grid);
+            Guarded no_mask = Guarded::at_residue(count * 4, residue);
+            tier().fake_quantize_streaming[int(t)][wide](x.data(), n, p, grid, no_mask.as<float>(),
+                                                         nullptr);
+            ASSERT_EQ(no_mask.payload(), expected.payload()) << where(t, n, 0, grid);
           }
         }
       }

@@ -103,8 +103,8 @@ struct AffineJob {
     }
   }
 
-  // fake_quantize of elements [begin, end); mask may be null.
-  void fake_quantize_range(std::int64_t begin, std::int64_t end, float* out,
+  // fake_quantize of elements [begin, end); mask may be null. streaming: as dequantize_range.
+  void fake_quantize_range(std::int64_t begin, std::int64_t end, bool streaming, float* out,
                            std::uint8_t* mask) const {
     const int wide = qparams.qdtype.bits() > 16 ? 1 : 0;
     layout.for_each_run(
@@ -115,8 +115,9 @@ struct AffineJob {
                 input_at(b), e - b, inverse.data() + slot, qparams.scale.data() + slot,
                 qparams.zero_point.data() + slot, grid, out + b, mask_at);
           } else {
-            kernels.fake_quantize[float_index][wide](input_at(b), e - b, affine(slot), grid,
-                                                     out + b, mask_at);
+            const auto& uniform =
+                streaming ? kernels.fake_quantize_streaming : kernels.fake_quantize;
+            uniform[float_index][wide](input_at(b), e - b, affine(slot), grid, out + b, mask_at);
           }
         });
   }
@@ -191,9 +192,10 @@ void fake_quantize_unchecked(const TensorView& x, const QParams& qparams, float*
                              std::uint8_t* mask) {
   const AffineJob job(kernels::active(), x, qparams);
   const std::int64_t n = x.numel();
+  const bool streaming = n * std::int64_t{sizeof(float)} >= kernels::streaming_output_bytes;
   kernels::parallel_pieces(n, kernels::threads_for(n), detail::piece_alignment,
                            [&](int, std::int64_t begin, std::int64_t end) {
-                             job.fake_quantize_range(begin, end, out, mask);
+                             job.fake_quantize_range(begin, end, streaming, out, mask);
                            });
 }
 

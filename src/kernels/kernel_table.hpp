@@ -24,6 +24,12 @@ namespace lucid::quantization::kernels {
 enum class FloatType : std::uint8_t { f32, f16, bf16 };
 constexpr int float_type_count = 3;
 
+/// Element k of an input of type T (4 or 2 bytes per element).
+template <FloatType T>
+const void* input_at(const void* x, std::int64_t k) {
+  return static_cast<const char*>(x) + k * (T == FloatType::f32 ? 4 : 2);
+}
+
 /// Width of the codes a quantize kernel writes, truncating the code to its
 /// low bits (two's complement): b8 serves int8, uint8 and (via an int8
 /// scratch + pack) the packed 4- and 2-bit storages.
@@ -125,6 +131,9 @@ struct KernelTable {
   DequantizeVecFn dequantize_vec[code_type_count];
   // [input][0]: grids of at most 16 bits; [input][1]: 32-bit grids.
   FakeQuantizeFn fake_quantize[float_type_count][2];
+  // The same bits as fake_quantize, out stored non-temporally where the tier can (as
+  // dequantize_streaming).
+  FakeQuantizeFn fake_quantize_streaming[float_type_count][2];
   FakeQuantizeVecFn fake_quantize_vec[float_type_count][2];
   PackFn pack4;
   PackFn pack2;

@@ -3,14 +3,10 @@
 #include "kernels/avx2/kernels.hpp"
 #include "kernels/avx2/simd.hpp"
 #include "kernels/qparams_spec.hpp"
+#include "kernels/streamed_body.hpp"
 
 namespace lucid::quantization::kernels::avx2 {
 namespace {
-
-template <FloatType T>
-const void* input_at(const void* x, std::int64_t k) {
-  return static_cast<const char*>(x) + k * (T == FloatType::f32 ? 4 : 2);
-}
 
 template <CodeWidth W>
 void* codes_at(void* codes, std::int64_t k) {
@@ -194,9 +190,28 @@ void quantize_vec__avx2(const void* x, std::int64_t n, const float* inv_scale,
       codes_at<W>(codes, done));
 }
 
+// Stores 4 or 8 floats, with a non-temporal store when Stream (p then 16- or 32-byte aligned).
+template <bool Stream>
+inline void store_floats4(float* p, __m128 v) {
+  if constexpr (Stream) {
+    _mm_stream_ps(p, v);
+  } else {
+    _mm_storeu_ps(p, v);
+  }
+}
+template <bool Stream>
+inline void store_floats8(float* p, __m256 v) {
+  if constexpr (Stream) {
+    _mm256_stream_ps(p, v);
+  } else {
+    _mm256_storeu_ps(p, v);
+  }
+}
+
 // fake_quantize for grids of at most 16 bits (|q - z| < 2^24: the float32
-// product s * (q - z) rounds like the reference's double product).
-template <FloatType T, class Params>
+// product s * (q - z) rounds like the reference's double product). Stream: non-temporal stores
+// of out, which is then 32-byte aligned.
+template <FloatType T, bool Stream = false, class Params>
 std::int64_t fake_quantize_lanes(const void* x, std::int64_t n, const Params& params, float* out,
                                  std::uint8_t* mask) {
   const __m256i one = _mm256_set1_epi32(1);
@@ -215,7 +230,7 @@ std::int64_t fake_quantize_lanes(const void* x, std::int64_t n, const Params& pa
     // + 0 turns -0 into +0; the ordered mask turns NaN lanes into +0.
     const __m256 steps =
         _mm256_and_ps(_mm256_add_ps(clamped, _mm256_setzero_ps()), _mm256_cmp_ps(y, y, _CMP_ORD_Q));
-    _mm256_storeu_ps(out + k, _mm256_mul_ps(steps, p.scale));
+    store_floats8<Stream>(out + k, _mm256_mul_ps(steps, p.scale));
   }
   return k;
 }
@@ -227,6 +242,22 @@ void fake_quantize__avx2(const void* x, std::int64_t n, Affine p, Grid grid, flo
   if (done == n) return;
   reference_table().fake_quantize[static_cast<int>(T)][0](input_at<T>(x, done), n - done, p, grid,
                                                           out + done, mask ? mask + done : mask);
+}
+
+// fake_quantize__avx2 with non-temporal stores of out (outputs larger than the caches;
+// docs/performance.md, "Non-temporal stores"); the mask is stored plainly.
+template <FloatType T>
+void fake_quantize_streaming__avx2(const void* x, std::int64_t n, Affine p, Grid grid, float* out,
+                                   std::uint8_t* mask) {
+  with_streamed_body<32>(
+      out, n,
+      [&](std::int64_t b, std::int64_t e) {
+        fake_quantize__avx2<T>(input_at<T>(x, b), e - b, p, grid, out + b, mask ? mask + b : mask);
+      },
+      [&](std::int64_t b, std::int64_t e) {
+        fake_quantize_lanes<T, true>(input_at<T>(x, b), e - b, Uniform(p, grid), out + b,
+                                     mask ? mask + b : mask);
+      });
 }
 
 template <FloatType T>
@@ -241,24 +272,6 @@ void fake_quantize_vec__avx2(const void* x, std::int64_t n, const float* inv_sca
       out + done, mask ? mask + done : mask);
 }
 
-// Stores 4 or 8 floats, with a non-temporal store when Stream (p then 16- or 32-byte aligned).
-template <bool Stream>
-inline void store4(float* p, __m128 v) {
-  if constexpr (Stream) {
-    _mm_stream_ps(p, v);
-  } else {
-    _mm_storeu_ps(p, v);
-  }
-}
-template <bool Stream>
-inline void store8(float* p, __m256 v) {
-  if constexpr (Stream) {
-    _mm256_stream_ps(p, v);
-  } else {
-    _mm256_storeu_ps(p, v);
-  }
-}
-
 // s * (q - z): float32 for codes of at most 16 bits, double for int32 codes.
 template <CodeType C, bool Stream = false>
 inline void dequantize8(const void* codes, std::int64_t k, __m256 scale, __m256i zero, float* out) {
@@ -270,11 +283,11 @@ inline void dequantize8(const void* codes, std::int64_t k, __m256 scale, __m256i
                                      _mm256_cvtepi32_pd(_mm256_extracti128_si256(zero, 1)));
     const __m256d s0 = _mm256_cvtps_pd(_mm256_castps256_ps128(scale));
     const __m256d s1 = _mm256_cvtps_pd(_mm256_extractf128_ps(scale, 1));
-    store4<Stream>(out + k, _mm256_cvtpd_ps(_mm256_mul_pd(s0, d0)));
-    store4<Stream>(out + k + 4, _mm256_cvtpd_ps(_mm256_mul_pd(s1, d1)));
+    store_floats4<Stream>(out + k, _mm256_cvtpd_ps(_mm256_mul_pd(s0, d0)));
+    store_floats4<Stream>(out + k + 4, _mm256_cvtpd_ps(_mm256_mul_pd(s1, d1)));
   } else {
     const __m256 steps = _mm256_cvtepi32_ps(_mm256_sub_epi32(q, zero));
-    store8<Stream>(out + k, _mm256_mul_ps(steps, scale));
+    store_floats8<Stream>(out + k, _mm256_mul_ps(steps, scale));
   }
 }
 
@@ -295,27 +308,23 @@ void dequantize__avx2(const void* codes, std::int64_t n, float scale, std::int32
       static_cast<const char*>(codes) + k * code_bytes(C), n - k, scale, zero_point, out + k);
 }
 
-// dequantize__avx2 with non-temporal stores past the first 32-byte boundary of out (outputs
-// larger than the caches: no read for ownership, no eviction of the input; docs/performance.md,
-// "Non-temporal stores"). An out that is not 4-byte aligned never reaches one: plain stores.
+// dequantize__avx2 with non-temporal stores (outputs larger than the caches: no read for
+// ownership, no eviction of the input; docs/performance.md, "Non-temporal stores").
 template <CodeType C>
 void dequantize_streaming__avx2(const void* codes, std::int64_t n, float scale,
                                 std::int32_t zero_point, float* out) {
-  const auto address = reinterpret_cast<std::uintptr_t>(out);
-  const auto head = static_cast<std::int64_t>((32 - address % 32) % 32 / 4);
-  if (address % 4 != 0 || head + lanes > n) {
-    dequantize__avx2<C>(codes, n, scale, zero_point, out);
-    return;
-  }
-  dequantize__avx2<C>(codes, head, scale, zero_point, out);
   const __m256 s = _mm256_set1_ps(scale);
   const __m256i z = _mm256_set1_epi32(zero_point);
-  std::int64_t k = head;
-  for (; k + lanes <= n; k += lanes)
-    dequantize8<C, true>(codes, k, s, z, out);
-  _mm_sfence();  // the streamed lines are visible before whatever the caller stores next
-  dequantize__avx2<C>(static_cast<const char*>(codes) + k * code_bytes(C), n - k, scale, zero_point,
-                      out + k);
+  with_streamed_body<32>(
+      out, n,
+      [&](std::int64_t b, std::int64_t e) {
+        dequantize__avx2<C>(static_cast<const char*>(codes) + b * code_bytes(C), e - b, scale,
+                            zero_point, out + b);
+      },
+      [&](std::int64_t b, std::int64_t e) {
+        for (std::int64_t k = b; k < e; k += lanes)
+          dequantize8<C, true>(codes, k, s, z, out);
+      });
 }
 
 template <CodeType C>
@@ -507,6 +516,7 @@ void fill_for_input(KernelTable& table) {
   table.quantize_vec[t][2] = quantize_vec__avx2<T, CodeWidth::b32>;
   table.quantize_groups[t] = quantize_groups__avx2<T>;
   table.fake_quantize[t][0] = fake_quantize__avx2<T>;
+  table.fake_quantize_streaming[t][0] = fake_quantize_streaming__avx2<T>;
   table.fake_quantize_vec[t][0] = fake_quantize_vec__avx2<T>;
   // [t][1] (32-bit grids, |q - z| up to 2^32) keeps the reference kernel.
 }

@@ -7,11 +7,6 @@
 namespace lucid::quantization::kernels::avx2 {
 namespace {
 
-template <FloatType T>
-const void* input_at(const void* x, std::int64_t k) {
-  return static_cast<const char*>(x) + k * (T == FloatType::f32 ? 4 : 2);
-}
-
 inline __m256 absolute(__m256 v) {
   return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v);
 }

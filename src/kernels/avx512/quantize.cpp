@@ -1,6 +1,7 @@
 // AVX-512 quantize / dequantize / fake_quantize kernels (F + BW + VL), 16 lanes at a time.
 #include "kernels/avx512/kernels.hpp"
 #include "kernels/avx512/params.hpp"
+#include "kernels/streamed_body.hpp"
 
 namespace lucid::quantization::kernels::avx512 {
 namespace {
@@ -87,8 +88,7 @@ void quantize__avx512(const void* x, std::int64_t n, Affine p, Grid grid, void* 
   if constexpr (W == CodeWidth::b8) {
     k = quantize_int8_blocks<T>(x, n, params.lanes, p, static_cast<std::uint8_t*>(codes));
   }
-  const auto element = T == FloatType::f32 ? 4 : 2;
-  quantize_lanes<T, W>(static_cast<const char*>(x) + k * element, n - k, params, grid,
+  quantize_lanes<T, W>(input_at<T>(x, k), n - k, params, grid,
                        static_cast<std::uint8_t*>(codes) + k);
 }
 
@@ -100,7 +100,8 @@ void quantize_vec__avx512(const void* x, std::int64_t n, const float* inv_scale,
 
 // fake_quantize for grids of at most 16 bits, where s * (q - z) rounds the
 // same in float32 as in double (|q - z| < 2^24 makes the double product exact).
-template <FloatType T, class Params>
+// Stream: non-temporal stores, for an out that is 64-byte aligned and n a multiple of 16.
+template <FloatType T, bool Stream = false, class Params>
 void fake_quantize_lanes(const void* x, std::int64_t n, const Params& params, float* out,
                          std::uint8_t* mask) {
   const __m128i ones = _mm_set1_epi8(1);
@@ -117,7 +118,11 @@ void fake_quantize_lanes(const void* x, std::int64_t n, const Params& params, fl
     // NaN lanes -> +0 and -0 -> +0 in one masked add (the reference's q - z is an integer).
     const __mmask16 ordered = _mm512_cmp_ps_mask(y, y, _CMP_ORD_Q);
     const __m512 steps = _mm512_maskz_add_ps(ordered, clamped, _mm512_setzero_ps());
-    _mm512_mask_storeu_ps(out + k, m, _mm512_mul_ps(steps, p.scale));
+    if constexpr (Stream) {
+      _mm512_stream_ps(out + k, _mm512_mul_ps(steps, p.scale));
+    } else {
+      _mm512_mask_storeu_ps(out + k, m, _mm512_mul_ps(steps, p.scale));
+    }
   };
   std::int64_t k = 0;
   for (; k + lanes <= n; k += lanes)
@@ -129,6 +134,23 @@ template <FloatType T>
 void fake_quantize__avx512(const void* x, std::int64_t n, Affine p, Grid grid, float* out,
                            std::uint8_t* mask) {
   fake_quantize_lanes<T>(x, n, Uniform(p, grid), out, mask);
+}
+
+// fake_quantize__avx512 with non-temporal stores of out (outputs larger than the caches;
+// docs/performance.md, "Non-temporal stores"); the mask is stored plainly.
+template <FloatType T>
+void fake_quantize_streaming__avx512(const void* x, std::int64_t n, Affine p, Grid grid, float* out,
+                                     std::uint8_t* mask) {
+  with_streamed_body<64>(
+      out, n,
+      [&](std::int64_t b, std::int64_t e) {
+        fake_quantize_lanes<T>(input_at<T>(x, b), e - b, Uniform(p, grid), out + b,
+                               mask ? mask + b : mask);
+      },
+      [&](std::int64_t b, std::int64_t e) {
+        fake_quantize_lanes<T, true>(input_at<T>(x, b), e - b, Uniform(p, grid), out + b,
+                                     mask ? mask + b : mask);
+      });
 }
 
 template <FloatType T>
@@ -194,26 +216,23 @@ inline void dequantize_streamed(const void* codes, std::int64_t k, __m512 scale,
   }
 }
 
-// dequantize__avx512 with non-temporal stores past the first 64-byte boundary of out (outputs
-// larger than the caches; docs/performance.md, "Non-temporal stores"). An out that is not 4-byte
-// aligned never reaches one: plain stores.
+// dequantize__avx512 with non-temporal stores (outputs larger than the caches;
+// docs/performance.md, "Non-temporal stores").
 template <CodeType C>
 void dequantize_streaming__avx512(const void* codes, std::int64_t n, float scale,
                                   std::int32_t zero_point, float* out) {
-  const auto address = reinterpret_cast<std::uintptr_t>(out);
-  const auto head = static_cast<std::int64_t>((64 - address % 64) % 64 / 4);
-  if (address % 4 != 0 || head + lanes > n) {
-    dequantize__avx512<C>(codes, n, scale, zero_point, out);
-    return;
-  }
   const __m512 s = _mm512_set1_ps(scale);
   const __m512i z = _mm512_set1_epi32(zero_point);
-  if (head > 0) dequantize_block<C>(codes, 0, first_lanes(head), s, z, out);
-  std::int64_t k = head;
-  for (; k + lanes <= n; k += lanes)
-    dequantize_streamed<C>(codes, k, s, z, out);
-  _mm_sfence();  // the streamed lines are visible before whatever the caller stores next
-  if (k < n) dequantize_block<C>(codes, k, first_lanes(n - k), s, z, out);
+  with_streamed_body<64>(
+      out, n,
+      [&](std::int64_t b, std::int64_t e) {
+        for (std::int64_t k = b; k < e; k += lanes)
+          dequantize_block<C>(codes, k, first_lanes(e - k), s, z, out);
+      },
+      [&](std::int64_t b, std::int64_t e) {
+        for (std::int64_t k = b; k < e; k += lanes)
+          dequantize_streamed<C>(codes, k, s, z, out);
+      });
 }
 
 template <CodeType C>
@@ -236,6 +255,7 @@ void fill_for_input(KernelTable& table) {
   table.quantize_vec[t][1] = quantize_vec__avx512<T, CodeWidth::b16>;
   table.quantize_vec[t][2] = quantize_vec__avx512<T, CodeWidth::b32>;
   table.fake_quantize[t][0] = fake_quantize__avx512<T>;
+  table.fake_quantize_streaming[t][0] = fake_quantize_streaming__avx512<T>;
   table.fake_quantize_vec[t][0] = fake_quantize_vec__avx512<T>;
   // [t][1] (32-bit grids, |q - z| up to 2^32) keeps the reference kernel.
 }

@@ -125,6 +125,8 @@ void fill_for_input(KernelTable& table) {
   table.quantize_vec[t][2] = quantize_vec__reference<T, CodeWidth::b32>;
   table.quantize_groups[t] = quantize_groups__reference<T>;
   table.fake_quantize[t][0] = table.fake_quantize[t][1] = fake_quantize__reference<T>;
+  table.fake_quantize_streaming[t][0] = table.fake_quantize_streaming[t][1] =
+      fake_quantize__reference<T>;  // plain stores
   table.fake_quantize_vec[t][0] = table.fake_quantize_vec[t][1] = fake_quantize_vec__reference<T>;
 }
 
