@@ -273,15 +273,17 @@ TEST_P(KernelTier, FakeQuantizeAndMaskMatchReference) {
   }
 }
 
+// Every code type with its size in bytes.
+const std::pair<K::CodeType, std::size_t> code_types[] = {{K::CodeType::i8, 1},
+                                                          {K::CodeType::u8, 1},
+                                                          {K::CodeType::i16, 2},
+                                                          {K::CodeType::u16, 2},
+                                                          {K::CodeType::i32, 4}};
+
 TEST_P(KernelTier, DequantizeMatchesReference) {
   std::mt19937_64 rng(Q::testing::test_seed());
-  const std::pair<K::CodeType, std::size_t> types[] = {{K::CodeType::i8, 1},
-                                                       {K::CodeType::u8, 1},
-                                                       {K::CodeType::i16, 2},
-                                                       {K::CodeType::u16, 2},
-                                                       {K::CodeType::i32, 4}};
   std::uniform_int_distribution<int> byte(0, 255);
-  for (const auto& [type, size] : types) {
+  for (const auto& [type, size] : code_types) {
     for (const std::int64_t n : lengths()) {
       const auto count = static_cast<std::size_t>(n);
       Guarded codes(count * size, static_cast<std::size_t>(n % 4));
@@ -322,13 +324,8 @@ const std::int64_t streaming_lengths[] = {0, 1, 7, 8, 15, 16, 17, 31, 33, 64, 10
 // address modulo 64 (the aligned body, the plain head and tail), nothing written outside it.
 TEST_P(KernelTier, DequantizeStreamingMatchesReference) {
   std::mt19937_64 rng(Q::testing::test_seed());
-  const std::pair<K::CodeType, std::size_t> types[] = {{K::CodeType::i8, 1},
-                                                       {K::CodeType::u8, 1},
-                                                       {K::CodeType::i16, 2},
-                                                       {K::CodeType::u16, 2},
-                                                       {K::CodeType::i32, 4}};
   std::uniform_int_distribution<int> byte(0, 255);
-  for (const auto& [type, size] : types) {
+  for (const auto& [type, size] : code_types) {
     for (const std::int64_t n : streaming_lengths) {
       const auto count = static_cast<std::size_t>(n);
       Guarded codes(count * size, 0);

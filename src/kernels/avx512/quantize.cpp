@@ -162,7 +162,8 @@ void fake_quantize_vec__avx512(const void* x, std::int64_t n, const float* inv_s
 
 // s * (q - z). For codes of at most 16 bits the float32 product is exact-then-rounded-once
 // like the reference's double product; int32 codes take the double route.
-template <CodeType C>
+// Stream: non-temporal stores, for all 16 lanes (m = 0xffff) at a 64-byte aligned out + k.
+template <CodeType C, bool Stream = false>
 inline void dequantize_block(const void* codes, std::int64_t k, __mmask16 m, __m512 scale,
                              __m512i zero, float* out) {
   const __m512i q = load_codes16<C>(codes, k, m);
@@ -172,14 +173,21 @@ inline void dequantize_block(const void* codes, std::int64_t k, __mmask16 m, __m
                                      _mm512_cvtepi32_pd(_mm512_castsi512_si256(zero)));
     const __m512d d1 = _mm512_sub_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(q, 1)),
                                      _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(zero, 1)));
-    _mm256_mask_storeu_ps(out + k, static_cast<__mmask8>(m),
-                          _mm512_cvtpd_ps(_mm512_mul_pd(s0, d0)));
-    _mm256_mask_storeu_ps(out + k + 8, static_cast<__mmask8>(m >> 8),
-                          _mm512_cvtpd_ps(_mm512_mul_pd(s1, d1)));
+    const __m256 low = _mm512_cvtpd_ps(_mm512_mul_pd(s0, d0));
+    const __m256 high = _mm512_cvtpd_ps(_mm512_mul_pd(s1, d1));
+    if constexpr (Stream) {
+      _mm256_stream_ps(out + k, low);
+      _mm256_stream_ps(out + k + 8, high);
+    } else {
+      _mm256_mask_storeu_ps(out + k, static_cast<__mmask8>(m), low);
+      _mm256_mask_storeu_ps(out + k + 8, static_cast<__mmask8>(m >> 8), high);
+    }
   } else {
     const __m512 steps = _mm512_cvtepi32_ps(_mm512_sub_epi32(q, zero));
     const __m512 values = _mm512_mul_ps(steps, scale);
-    if (m == 0xffff) {
+    if constexpr (Stream) {
+      _mm512_stream_ps(out + k, values);
+    } else if (m == 0xffff) {
       _mm512_storeu_ps(out + k, values);
     } else {
       _mm512_mask_storeu_ps(out + k, m, values);
@@ -198,24 +206,6 @@ void dequantize__avx512(const void* codes, std::int64_t n, float scale, std::int
   if (k < n) dequantize_block<C>(codes, k, first_lanes(n - k), s, z, out);
 }
 
-// 16 lanes of dequantize_block with non-temporal stores (out + k 64-byte aligned, all lanes).
-template <CodeType C>
-inline void dequantize_streamed(const void* codes, std::int64_t k, __m512 scale, __m512i zero,
-                                float* out) {
-  const __m512i q = load_codes16<C>(codes, k, 0xffff);
-  if constexpr (C == CodeType::i32) {
-    const __m512d s0 = low_half_pd(scale), s1 = high_half_pd(scale);
-    const __m512d d0 = _mm512_sub_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(q)),
-                                     _mm512_cvtepi32_pd(_mm512_castsi512_si256(zero)));
-    const __m512d d1 = _mm512_sub_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(q, 1)),
-                                     _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(zero, 1)));
-    _mm256_stream_ps(out + k, _mm512_cvtpd_ps(_mm512_mul_pd(s0, d0)));
-    _mm256_stream_ps(out + k + 8, _mm512_cvtpd_ps(_mm512_mul_pd(s1, d1)));
-  } else {
-    _mm512_stream_ps(out + k, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(q, zero)), scale));
-  }
-}
-
 // dequantize__avx512 with non-temporal stores (outputs larger than the caches;
 // docs/performance.md, "Non-temporal stores").
 template <CodeType C>
@@ -231,7 +221,7 @@ void dequantize_streaming__avx512(const void* codes, std::int64_t n, float scale
       },
       [&](std::int64_t b, std::int64_t e) {
         for (std::int64_t k = b; k < e; k += lanes)
-          dequantize_streamed<C>(codes, k, s, z, out);
+          dequantize_block<C, true>(codes, k, 0xffff, s, z, out);
       });
 }
 
