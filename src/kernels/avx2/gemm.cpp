@@ -16,7 +16,7 @@
 #include <cstring>
 #include <utility>
 
-#include "kernels/avx2/stream_prefetch.hpp"
+#include "kernels/stream_prefetch.hpp"
 #include "kernels/gemm_int8.hpp"
 
 namespace lucid::quantization::kernels {

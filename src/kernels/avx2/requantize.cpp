@@ -2,6 +2,7 @@
 // the last n % 8 go to the reference kernel.
 #include "kernels/avx2/kernels.hpp"
 #include "kernels/avx2/simd.hpp"
+#include "kernels/stream_prefetch.hpp"
 
 namespace lucid::quantization::kernels::avx2 {
 namespace {
@@ -67,8 +68,11 @@ std::int64_t saturating_requantize(const std::int32_t* acc, std::int64_t n, floa
   const __m256i lo16 = _mm256_set1_epi16(static_cast<std::int16_t>(grid.quant_min));
   const __m256i hi16 = _mm256_set1_epi16(static_cast<std::int16_t>(grid.quant_max));
   std::int64_t k = 0;
-  for (; k + 32 <= n; k += 32)
+  for (; k + 32 <= n; k += 32) {
+    elementwise_prefetch(acc + k);
+    elementwise_prefetch(acc + k + 16);
     saturating_codes32<Signed, Clamp>(acc, k, m, zero16, lo16, hi16, out);
+  }
   return k;
 }
 
@@ -93,6 +97,8 @@ void requantize__avx2(const std::int32_t* acc, std::int64_t n, float multiplier,
     }
   }
   for (; k + 4 * lanes <= n; k += 4 * lanes) {
+    elementwise_prefetch(acc + k);
+    elementwise_prefetch(acc + k + 16);
     store32_low_bytes(out + k, codes8(load_acc(acc, k), m, z, grid),
                       codes8(load_acc(acc, k + lanes), m, z, grid),
                       codes8(load_acc(acc, k + 2 * lanes), m, z, grid),
@@ -111,6 +117,8 @@ void requantize_vec__avx2(const std::int32_t* acc, std::int64_t n, const float* 
   };
   std::int64_t k = 0;
   for (; k + 4 * lanes <= n; k += 4 * lanes) {
+    elementwise_prefetch(acc + k);
+    elementwise_prefetch(acc + k + 16);
     store32_low_bytes(out + k, codes_at(k), codes_at(k + lanes), codes_at(k + 2 * lanes),
                       codes_at(k + 3 * lanes));
   }

@@ -30,7 +30,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "kernels/avx2/stream_prefetch.hpp"
+#include "kernels/stream_prefetch.hpp"
 #include "kernels/avx2/weight_only_scales.hpp"
 #include "kernels/weight_only.hpp"
 

@@ -1,6 +1,7 @@
 // AVX-512 requantize kernels: int32 accumulators -> 8-bit codes, in double like the reference.
 #include "kernels/avx512/kernels.hpp"
 #include "kernels/avx512/simd.hpp"
+#include "kernels/stream_prefetch.hpp"
 
 namespace lucid::quantization::kernels::avx512 {
 namespace {
@@ -31,6 +32,7 @@ void requantize__avx512(const std::int32_t* acc, std::int64_t n, float multiplie
   const __m512i z = _mm512_set1_epi32(zero_point);
   for (std::int64_t k = 0; k < n; k += lanes) {
     const __mmask16 lanes_in = first_lanes(n - k);
+    elementwise_prefetch(acc + k);
     const __m512i a = _mm512_maskz_loadu_epi32(lanes_in, acc + k);
     store16<CodeWidth::b8>(out, k, codes16(a, m, z, grid), lanes_in);
   }
@@ -40,6 +42,7 @@ void requantize_vec__avx512(const std::int32_t* acc, std::int64_t n, const float
                             const std::int32_t* zero_point, Grid grid, std::uint8_t* out) {
   for (std::int64_t k = 0; k < n; k += lanes) {
     const __mmask16 lanes_in = first_lanes(n - k);
+    elementwise_prefetch(acc + k);
     const __m512i a = _mm512_maskz_loadu_epi32(lanes_in, acc + k);
     const __m512 m = _mm512_maskz_loadu_ps(lanes_in, multiplier + k);
     const __m512i z = _mm512_maskz_loadu_epi32(lanes_in, zero_point + k);

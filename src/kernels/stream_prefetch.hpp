@@ -1,4 +1,4 @@
-// Software prefetch for kernels that read their weights as one forward stream (AVX2 tier).
+// Software prefetch for kernels that read their input as one forward stream.
 #pragma once
 
 #include <immintrin.h>
@@ -12,6 +12,14 @@ namespace lucid::quantization::kernels {
 inline void stream_prefetch(const void* at) {
   _mm_prefetch(static_cast<const char*>(at) + 2048, _MM_HINT_T0);
   _mm_prefetch(static_cast<const char*>(at) + 8192, _MM_HINT_T1);
+}
+
+/// Called once per 64 bytes read at `at` by an elementwise kernel whose arithmetic leaves too few
+/// loads in flight to stream from DRAM: prefetches the line 2 KiB ahead into L1 (requantize at
+/// 256 MB; docs/performance.md, "Prefetching requantize"). The L2 hint of stream_prefetch
+/// measured slower there.
+inline void elementwise_prefetch(const void* at) {
+  _mm_prefetch(static_cast<const char*>(at) + 2048, _MM_HINT_T0);
 }
 
 }  // namespace lucid::quantization::kernels
