@@ -15,9 +15,9 @@ inline void stream_prefetch(const void* at) {
 }
 
 /// Called once per 64 bytes read at `at` by an elementwise kernel whose arithmetic leaves too few
-/// loads in flight to stream from DRAM: prefetches the line 2 KiB ahead into L1 (requantize at
-/// 256 MB; docs/performance.md, "Prefetching requantize"). The L2 hint of stream_prefetch
-/// measured slower there.
+/// loads in flight to stream from DRAM: prefetches the line 2 KiB ahead into L1 (requantize,
+/// quantize at 256 MB; docs/performance.md, "Prefetching elementwise kernels"). The L2 hint of
+/// stream_prefetch measured slower there.
 inline void elementwise_prefetch(const void* at) {
   _mm_prefetch(static_cast<const char*>(at) + 2048, _MM_HINT_T0);
 }

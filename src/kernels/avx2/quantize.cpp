@@ -3,6 +3,7 @@
 #include "kernels/avx2/kernels.hpp"
 #include "kernels/avx2/simd.hpp"
 #include "kernels/qparams_spec.hpp"
+#include "kernels/stream_prefetch.hpp"
 #include "kernels/streamed_body.hpp"
 
 namespace lucid::quantization::kernels::avx2 {
@@ -112,8 +113,11 @@ std::int64_t saturating_blocks(const void* x, std::int64_t n, const Lanes& p, Gr
   std::int64_t k = 0;
   for (; k + saturating_block <= n; k += saturating_block) {
     __m256i lowest = _mm256_set1_epi16(32767);
-    for (std::int64_t j = k; j < k + saturating_block; j += 4 * lanes)
+    for (std::int64_t j = k; j < k + saturating_block; j += 4 * lanes) {
+      elementwise_prefetch(input_at<T>(x, j));
+      elementwise_prefetch(input_at<T>(x, j + 2 * lanes));
       saturating_codes32<T, Signed, Clamp>(x, j, p.inv, g, lowest, codes);
+    }
     if (_mm256_movemask_epi8(_mm256_cmpeq_epi16(lowest, floor16)) == 0) continue;
     for (std::int64_t j = k; j < k + saturating_block; j += 4 * lanes)
       codes32<T>(x, j, p.inv, p.lo, p.hi, g.zero16, codes);
@@ -217,6 +221,7 @@ std::int64_t fake_quantize_lanes(const void* x, std::int64_t n, const Params& pa
   const __m256i one = _mm256_set1_epi32(1);
   std::int64_t k = 0;
   for (; k + lanes <= n; k += lanes) {
+    elementwise_prefetch(input_at<T>(x, k));
     const Lanes p = params.at(k);
     const __m256 y = _mm256_mul_ps(load8<T>(x, k), p.inv);
     const __m256 rounded = _mm256_round_ps(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);

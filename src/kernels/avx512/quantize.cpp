@@ -1,6 +1,7 @@
 // AVX-512 quantize / dequantize / fake_quantize kernels (F + BW + VL), 16 lanes at a time.
 #include "kernels/avx512/kernels.hpp"
 #include "kernels/avx512/params.hpp"
+#include "kernels/stream_prefetch.hpp"
 #include "kernels/streamed_body.hpp"
 
 namespace lucid::quantization::kernels::avx512 {
@@ -69,6 +70,7 @@ std::int64_t quantize_int8_blocks(const void* x, std::int64_t n, const Lanes& p,
   for (; k + 4 * lanes <= n; k += 4 * lanes) {
     __m512i steps[4];
     for (int a = 0; a < 4; ++a) {
+      elementwise_prefetch(input_at<T>(x, k + a * lanes));
       const __m512 y = _mm512_mul_ps(load16<T>(x, k + a * lanes, 0xffff), p.inv);
       steps[a] = _mm512_cvtps_epi32(_mm512_min_ps(p.hi, _mm512_max_ps(p.lo, y)));
     }
