@@ -24,10 +24,14 @@ namespace lucid::quantization::kernels {
 enum class FloatType : std::uint8_t { f32, f16, bf16 };
 constexpr int float_type_count = 3;
 
-/// Element k of an input of type T (4 or 2 bytes per element).
+/// Bytes per element of an input of type T.
+template <FloatType T>
+constexpr std::int64_t input_element_bytes = T == FloatType::f32 ? 4 : 2;
+
+/// Element k of an input of type T.
 template <FloatType T>
 const void* input_at(const void* x, std::int64_t k) {
-  return static_cast<const char*>(x) + k * (T == FloatType::f32 ? 4 : 2);
+  return static_cast<const char*>(x) + k * input_element_bytes<T>;
 }
 
 /// Width of the codes a quantize kernel writes, truncating the code to its

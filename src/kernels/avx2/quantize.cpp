@@ -105,17 +105,17 @@ constexpr std::int64_t saturating_block = 8 * 4 * lanes;
 // Whole blocks through saturating_codes32; a block where a packed step reached -32768 (NaN, huge
 // values, steps far below the grid) is redone by codes32, whose float clamp handles them. Returns
 // the elements done.
-template <FloatType T, bool Signed, bool Clamp>
-std::int64_t saturating_blocks(const void* x, std::int64_t n, const Lanes& p, Grid grid,
-                               std::int8_t* codes) {
+template <FloatType T, bool Signed, bool Clamp, bool Prefetch>
+std::int64_t saturating_blocks_of(const void* x, std::int64_t n, const Lanes& p, Grid grid,
+                                  std::int8_t* codes) {
   const ByteGrid g = byte_grid(_mm256_cvtsi256_si32(p.zero), grid);
   const __m256i floor16 = _mm256_set1_epi16(-32768);
   std::int64_t k = 0;
   for (; k + saturating_block <= n; k += saturating_block) {
     __m256i lowest = _mm256_set1_epi16(32767);
     for (std::int64_t j = k; j < k + saturating_block; j += 4 * lanes) {
-      elementwise_prefetch(input_at<T>(x, j));
-      elementwise_prefetch(input_at<T>(x, j + 2 * lanes));
+      elementwise_prefetch<Prefetch>(input_at<T>(x, j));
+      elementwise_prefetch<Prefetch>(input_at<T>(x, j + 2 * lanes));
       saturating_codes32<T, Signed, Clamp>(x, j, p.inv, g, lowest, codes);
     }
     if (_mm256_movemask_epi8(_mm256_cmpeq_epi16(lowest, floor16)) == 0) continue;
@@ -123,6 +123,13 @@ std::int64_t saturating_blocks(const void* x, std::int64_t n, const Lanes& p, Gr
       codes32<T>(x, j, p.inv, p.lo, p.hi, g.zero16, codes);
   }
   return k;
+}
+template <FloatType T, bool Signed, bool Clamp>
+std::int64_t saturating_blocks(const void* x, std::int64_t n, const Lanes& p, Grid grid,
+                               std::int8_t* codes) {
+  return elementwise_prefetch_pays(n * input_element_bytes<T>)
+             ? saturating_blocks_of<T, Signed, Clamp, true>(x, n, p, grid, codes)
+             : saturating_blocks_of<T, Signed, Clamp, false>(x, n, p, grid, codes);
 }
 
 // 8-bit codes 32 at a time: the low byte of every lane, as store8 keeps it (a NaN lane's low
@@ -214,14 +221,14 @@ inline void store_floats8(float* p, __m256 v) {
 
 // fake_quantize for grids of at most 16 bits (|q - z| < 2^24: the float32
 // product s * (q - z) rounds like the reference's double product). Stream: non-temporal stores
-// of out, which is then 32-byte aligned.
+// of out, which is then 32-byte aligned, and the input prefetched.
 template <FloatType T, bool Stream = false, class Params>
 std::int64_t fake_quantize_lanes(const void* x, std::int64_t n, const Params& params, float* out,
                                  std::uint8_t* mask) {
   const __m256i one = _mm256_set1_epi32(1);
   std::int64_t k = 0;
   for (; k + lanes <= n; k += lanes) {
-    elementwise_prefetch(input_at<T>(x, k));
+    elementwise_prefetch<Stream>(input_at<T>(x, k));  // streamed outputs are large
     const Lanes p = params.at(k);
     const __m256 y = _mm256_mul_ps(load8<T>(x, k), p.inv);
     const __m256 rounded = _mm256_round_ps(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);

@@ -59,7 +59,7 @@ void quantize_lanes(const void* x, std::int64_t n, const Params& params, Grid gr
 // narrow_codes does), the low bytes are packed and one permute restores the
 // order the per-128-bit-lane packs interleave. Two packs and a permute replace
 // four int32 adds and four two-uop vpmovdb per 64 codes.
-template <FloatType T>
+template <FloatType T, bool Prefetch>
 std::int64_t quantize_int8_blocks(const void* x, std::int64_t n, const Lanes& p, Affine affine,
                                   std::uint8_t* codes) {
   const __m512i zero16 = _mm512_set1_epi16(static_cast<short>(affine.zero_point));
@@ -70,7 +70,7 @@ std::int64_t quantize_int8_blocks(const void* x, std::int64_t n, const Lanes& p,
   for (; k + 4 * lanes <= n; k += 4 * lanes) {
     __m512i steps[4];
     for (int a = 0; a < 4; ++a) {
-      elementwise_prefetch(input_at<T>(x, k + a * lanes));
+      elementwise_prefetch<Prefetch>(input_at<T>(x, k + a * lanes));
       const __m512 y = _mm512_mul_ps(load16<T>(x, k + a * lanes, 0xffff), p.inv);
       steps[a] = _mm512_cvtps_epi32(_mm512_min_ps(p.hi, _mm512_max_ps(p.lo, y)));
     }
@@ -88,7 +88,10 @@ void quantize__avx512(const void* x, std::int64_t n, Affine p, Grid grid, void* 
   const Uniform params(p, grid);
   std::int64_t k = 0;
   if constexpr (W == CodeWidth::b8) {
-    k = quantize_int8_blocks<T>(x, n, params.lanes, p, static_cast<std::uint8_t*>(codes));
+    auto* bytes = static_cast<std::uint8_t*>(codes);
+    k = elementwise_prefetch_pays(n * input_element_bytes<T>)
+            ? quantize_int8_blocks<T, true>(x, n, params.lanes, p, bytes)
+            : quantize_int8_blocks<T, false>(x, n, params.lanes, p, bytes);
   }
   quantize_lanes<T, W>(input_at<T>(x, k), n - k, params, grid,
                        static_cast<std::uint8_t*>(codes) + k);
