@@ -16,8 +16,8 @@
 #include <cstring>
 #include <utility>
 
-#include "kernels/stream_prefetch.hpp"
 #include "kernels/gemm_int8.hpp"
+#include "kernels/stream_prefetch.hpp"
 
 namespace lucid::quantization::kernels {
 namespace {

@@ -30,8 +30,8 @@
 #include <cstring>
 #include <type_traits>
 
-#include "kernels/stream_prefetch.hpp"
 #include "kernels/avx2/weight_only_scales.hpp"
+#include "kernels/stream_prefetch.hpp"
 #include "kernels/weight_only.hpp"
 
 namespace lucid::quantization::weight_only {
