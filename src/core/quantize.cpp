@@ -139,7 +139,7 @@ int code_type_index(Storage storage) {
 }
 
 // The reconstructions of codes [begin, end) of `q` (begin byte aligned); `streaming`: through
-// the non-temporal kernels (a whole output of at least kernels::streaming_output_bytes).
+// the non-temporal kernels (kernels::streams_float_output of the whole output).
 void dequantize_range(const KernelTable& k, const QuantizedTensor& q, const ParamLayout& layout,
                       std::int64_t begin, std::int64_t end, bool streaming, float* out) {
   const QParams& qp = q.qparams();
@@ -192,7 +192,7 @@ void fake_quantize_unchecked(const TensorView& x, const QParams& qparams, float*
                              std::uint8_t* mask) {
   const AffineJob job(kernels::active(), x, qparams);
   const std::int64_t n = x.numel();
-  const bool streaming = n * std::int64_t{sizeof(float)} >= kernels::streaming_output_bytes;
+  const bool streaming = kernels::streams_float_output(n);
   kernels::parallel_pieces(n, kernels::threads_for(n), detail::piece_alignment,
                            [&](int, std::int64_t begin, std::int64_t end) {
                              job.fake_quantize_range(begin, end, streaming, out, mask);
@@ -238,7 +238,7 @@ void dequantize_into(const QuantizedTensor& q, std::span<float> out) {
   const KernelTable& k = kernels::active();
   const ParamLayout layout = layout_for(q.shape(), q.qparams());
   const std::int64_t n = q.numel();
-  const bool streaming = n * std::int64_t{sizeof(float)} >= kernels::streaming_output_bytes;
+  const bool streaming = kernels::streams_float_output(n);
   kernels::parallel_pieces(n, kernels::threads_for(n), detail::piece_alignment,
                            [&](int, std::int64_t begin, std::int64_t end) {
                              dequantize_range(k, q, layout, begin, end, streaming, out.data());

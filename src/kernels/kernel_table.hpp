@@ -49,6 +49,11 @@ constexpr int code_type_count = 5;
 /// (docs/performance.md, "Non-temporal stores").
 constexpr std::int64_t streaming_output_bytes = std::int64_t{32} << 20;
 
+/// Whether an output of n floats is large enough for the *_streaming kernels.
+constexpr bool streams_float_output(std::int64_t n) {
+  return n * std::int64_t{sizeof(float)} >= streaming_output_bytes;
+}
+
 /// One (scale, zero point) pair, with the reciprocal quantize multiplies by.
 struct Affine {
   float inv_scale;  // 1.0f / scale
