@@ -91,13 +91,13 @@ float interesting_value(std::mt19937_64& rng, float scale) {
   }
 }
 
-// n elements of type T (4 or 2 bytes each) at byte offset `offset`.
-Guarded make_input(K::FloatType type, std::int64_t n, std::size_t offset, std::mt19937_64& rng,
-                   float scale) {
+// n elements of type T (4 or 2 bytes each) at byte offset `offset`, element k = value(k).
+template <class Value>
+Guarded input_of(K::FloatType type, std::int64_t n, std::size_t offset, Value value) {
   const std::size_t size = type == K::FloatType::f32 ? 4 : 2;
   Guarded in(static_cast<std::size_t>(n) * size, offset);
   for (std::int64_t k = 0; k < n; ++k) {
-    const float v = interesting_value(rng, scale);
+    const float v = value(k);
     unsigned char* at = static_cast<unsigned char*>(in.data()) + static_cast<std::size_t>(k) * size;
     if (type == K::FloatType::f32) {
       std::memcpy(at, &v, 4);
@@ -108,6 +108,21 @@ Guarded make_input(K::FloatType type, std::int64_t n, std::size_t offset, std::m
     }
   }
   return in;
+}
+
+// n interesting values (every branch) of type T at byte offset `offset`.
+Guarded make_input(K::FloatType type, std::int64_t n, std::size_t offset, std::mt19937_64& rng,
+                   float scale) {
+  return input_of(type, n, offset, [&](std::int64_t) { return interesting_value(rng, scale); });
+}
+
+// n values of type T without special ones: ordinary values and exact ties within 300 steps.
+Guarded make_ordinary_input(K::FloatType type, std::int64_t n, std::mt19937_64& rng, float scale) {
+  std::uniform_real_distribution<float> unit(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> step(-300, 300);
+  return input_of(type, n, 0, [&](std::int64_t k) {
+    return k % 3 == 0 ? (static_cast<float>(step(rng)) + 0.5f) * scale : unit(rng) * scale * 300.0f;
+  });
 }
 
 // Grids of every storage width, full and custom ranges.
@@ -375,6 +390,74 @@ TEST_P(KernelTier, FakeQuantizeStreamingMatchesReference) {
                                                          nullptr);
             ASSERT_EQ(no_mask.payload(), expected.payload()) << where(t, n, 0, grid);
           }
+        }
+      }
+    }
+  }
+}
+
+// Lengths of the byte-output streaming tests: around the 32- and 64-code vectors, and several
+// 256-code blocks of the AVX2 saturating quantize (a block with a NaN or huge value is redone).
+const std::int64_t streaming_code_lengths[] = {0, 1, 31, 32, 33, 63, 64, 65, 100, 257, 1025, 2113};
+
+// The non-temporal 8-bit quantize: the same codes as the reference for every residue of the
+// output address modulo 64, nothing written outside them; inputs with every kind of special
+// value (so every block is redone) and with ordinary values only (never redone).
+TEST_P(KernelTier, QuantizeStreamingMatchesReference) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  for (const K::FloatType t : float_types) {
+    for (const K::Grid grid : grids_for(K::CodeWidth::b8)) {
+      for (const std::int64_t n : streaming_code_lengths) {
+        for (const bool special : {true, false}) {
+          const float scale = random_scale(rng);
+          const K::Affine p{1.0f / scale, scale, random_zero_point(rng, grid)};
+          Guarded x =
+              special ? make_input(t, n, 0, rng, scale) : make_ordinary_input(t, n, rng, scale);
+          const auto count = static_cast<std::size_t>(n);
+          Guarded expected(count, 0);
+          reference().quantize[int(t)][0](x.data(), n, p, grid, expected.data());
+          for (std::size_t residue = 0; residue < 64; ++residue) {
+            Guarded out = Guarded::at_residue(count, residue);
+            tier().quantize_streaming[int(t)](x.data(), n, p, grid, out.data());
+            ASSERT_EQ(out.payload(), expected.payload())
+                << where(t, n, 0, grid) << (special ? ", special values" : ", ordinary values")
+                << ", address % 64 = " << residue;
+            ASSERT_TRUE(out.intact()) << where(t, n, 0, grid) << " residue " << residue;
+          }
+        }
+      }
+    }
+  }
+}
+
+// The non-temporal requantize: the same codes as the reference for every residue of the output
+// address modulo 64, for multipliers of the saturating path (<= 1) and of the double one (> 1).
+TEST_P(KernelTier, RequantizeStreamingMatchesReference) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  std::uniform_int_distribution<std::int32_t> any_acc(std::numeric_limits<std::int32_t>::min(),
+                                                      std::numeric_limits<std::int32_t>::max());
+  std::uniform_int_distribution<std::int32_t> small_acc(-100000, 100000);
+  std::uniform_real_distribution<float> multiplier(1e-6f, 1.0f);
+  for (const K::Grid grid : grids_for(K::CodeWidth::b8)) {
+    for (const std::int64_t n : streaming_code_lengths) {
+      const auto count = static_cast<std::size_t>(n);
+      Guarded acc(count * 4, 0);
+      for (std::size_t k = 0; k < count; ++k) {
+        acc.as<std::int32_t>()[k] = k % 5 == 0 ? any_acc(rng) : small_acc(rng);
+        if (k % 17 == 3) acc.as<std::int32_t>()[k] = std::numeric_limits<std::int32_t>::min();
+      }
+      for (const float m : {0.5f, 1.0f, multiplier(rng), 1e-30f, 1.5f}) {
+        const std::int32_t z = random_zero_point(rng, grid);
+        Guarded expected(count, 0);
+        reference().requantize(acc.as<std::int32_t>(), n, m, z, grid, expected.as<std::uint8_t>());
+        for (std::size_t residue = 0; residue < 64; ++residue) {
+          Guarded out = Guarded::at_residue(count, residue);
+          tier().requantize_streaming(acc.as<std::int32_t>(), n, m, z, grid,
+                                      out.as<std::uint8_t>());
+          ASSERT_EQ(out.payload(), expected.payload())
+              << "n = " << n << ", multiplier " << m << ", grid [" << grid.quant_min << ", "
+              << grid.quant_max << "], address % 64 = " << residue;
+          ASSERT_TRUE(out.intact()) << "n = " << n << " residue " << residue;
         }
       }
     }

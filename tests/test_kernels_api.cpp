@@ -189,6 +189,44 @@ TEST_P(ThreadTier, ResultsDoNotDependOnTheThreadCount) {
   }
 }
 
+// Calls whose 8-bit codes take the non-temporal kernels (kernels::streams_byte_output: 32 MiB
+// of reads and writes) give the reference tier's codes on 1 and 2 threads, into an output at
+// every alignment the pieces and the public spans allow.
+TEST_P(ApiTier, LargeByteOutputsMatchTheReferenceTier) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  const std::int64_t rows = 7, row = (std::int64_t{1} << 20) + 5;  // 7 M codes, 35 MiB moved
+  const Q::Tensor x = make_input({rows, row}, Q::ScalarType::float32, rng);
+  Q::Tensor acc(Q::ScalarType::int32, {rows, row});
+  std::uniform_int_distribution<std::int32_t> any(-3000000, 3000000);
+  for (std::int64_t i = 0; i < acc.numel(); ++i)
+    acc.data_as<std::int32_t>()[i] = any(rng);
+  const Q::QParams per_tensor = Q::choose_qparams(x, Q::per_tensor_affine, Q::quint8);
+  const Q::QParams per_channel = Q::choose_qparams(x, Q::per_channel_symmetric, Q::qint8, 0);
+  const auto outputs = [&] {
+    std::vector<std::vector<std::uint8_t>> out;
+    for (const Q::QParams* qp : {&per_tensor, &per_channel}) {
+      const Q::QuantizedTensor q = Q::quantize(x, *qp);
+      out.emplace_back(q.storage().begin(), q.storage().end());
+      std::vector<std::uint8_t> shifted(static_cast<std::size_t>(x.numel()) + 1);
+      Q::quantize_into(x, *qp, std::span(shifted).subspan(1));  // an odd output address
+      out.emplace_back(shifted.begin() + 1, shifted.end());
+    }
+    const Q::Tensor codes = Q::requantize(acc, 0.0007f, 3, Q::qint8);
+    out.push_back(bytes_of(codes.data(), codes.nbytes()));
+    return out;
+  };
+  Q::set_isa(Q::Isa::reference);
+  const auto expected = outputs();
+  Q::set_isa(GetParam());
+  for (const int threads : {1, 2}) {
+    Q::set_num_threads(threads);
+    const auto actual = outputs();
+    ASSERT_EQ(actual.size(), expected.size());
+    for (std::size_t i = 0; i < actual.size(); ++i)
+      ASSERT_TRUE(actual[i] == expected[i]) << "output " << i << " with " << threads << " threads";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Tiers, ApiTier, ::testing::Values(Q::Isa::avx2, Q::Isa::avx512),
                          [](const auto& info) { return Q::to_string(info.param); });
 INSTANTIATE_TEST_SUITE_P(Tiers, ThreadTier,

@@ -64,28 +64,42 @@ struct AffineJob {
     return {inverse[s], qparams.scale[s], qparams.zero_point[s]};
   }
 
-  // Codes of one run [begin, end) into dst (code width `width`).
+  // Codes of one run [begin, end) into dst (code width `width`; streaming: width b8 only, as
+  // quantize_range).
   void quantize_run(std::int64_t begin, std::int64_t end, std::int64_t slot, bool per_element,
-                    int width, void* dst) const {
+                    int width, bool streaming, void* dst) const {
     if (per_element) {
       kernels.quantize_vec[float_index][width](input_at(begin), end - begin, inverse.data() + slot,
                                                qparams.zero_point.data() + slot, grid, dst);
+    } else if (streaming) {
+      kernels.quantize_streaming[float_index](input_at(begin), end - begin, affine(slot), grid,
+                                              dst);
     } else {
       kernels.quantize[float_index][width](input_at(begin), end - begin, affine(slot), grid, dst);
     }
   }
 
-  // The codes of elements [begin, end) into storage `out` (begin byte aligned).
-  void quantize_range(std::int64_t begin, std::int64_t end, std::uint8_t* out) const {
+  // Whether the codes of all n elements go through the non-temporal kernels: one byte per code
+  // and kernels::streams_byte_output.
+  bool streams_codes(std::int64_t n) const {
+    const Storage storage = qparams.qdtype.storage();
+    return detail::packed_bits(storage) == 0 && detail::code_bytes(storage) == 1 &&
+           kernels::streams_byte_output(n, static_cast<std::int64_t>(x_element_size));
+  }
+
+  // The codes of elements [begin, end) into storage `out` (begin byte aligned); streaming: as
+  // streams_codes of the whole output.
+  void quantize_range(std::int64_t begin, std::int64_t end, bool streaming,
+                      std::uint8_t* out) const {
     const Storage storage = qparams.qdtype.storage();
     const int bits = detail::packed_bits(storage);
     if (bits == 0) {
       const int width = detail::code_width_index(storage);
       const int bytes = detail::code_bytes(storage);
-      layout.for_each_run(begin, end,
-                          [&](std::int64_t b, std::int64_t e, std::int64_t slot, bool per_element) {
-                            quantize_run(b, e, slot, per_element, width, out + b * bytes);
-                          });
+      layout.for_each_run(
+          begin, end, [&](std::int64_t b, std::int64_t e, std::int64_t slot, bool per_element) {
+            quantize_run(b, e, slot, per_element, width, streaming, out + b * bytes);
+          });
       return;
     }
     // Packed: codes into an int8 scratch that stays in L1, then packed.
@@ -96,7 +110,7 @@ struct AffineJob {
       const std::int64_t stop = std::min(end, chunk + detail::scratch_codes);
       layout.for_each_run(
           chunk, stop, [&](std::int64_t b, std::int64_t e, std::int64_t slot, bool per_element) {
-            quantize_run(b, e, slot, per_element, static_cast<int>(kernels::CodeWidth::b8),
+            quantize_run(b, e, slot, per_element, static_cast<int>(kernels::CodeWidth::b8), false,
                          scratch + (b - chunk));
           });
       pack(scratch, stop - chunk, out + chunk / per_byte);
@@ -183,9 +197,11 @@ void dequantize_range(const KernelTable& k, const QuantizedTensor& q, const Para
 void quantize_unchecked(const TensorView& x, const QParams& qparams, std::uint8_t* out) {
   const AffineJob job(kernels::active(), x, qparams);
   const std::int64_t n = x.numel();
-  kernels::parallel_pieces(
-      n, kernels::threads_for(n), detail::piece_alignment,
-      [&](int, std::int64_t begin, std::int64_t end) { job.quantize_range(begin, end, out); });
+  const bool streaming = job.streams_codes(n);
+  kernels::parallel_pieces(n, kernels::threads_for(n), detail::piece_alignment,
+                           [&](int, std::int64_t begin, std::int64_t end) {
+                             job.quantize_range(begin, end, streaming, out);
+                           });
 }
 
 void fake_quantize_unchecked(const TensorView& x, const QParams& qparams, float* out,

@@ -46,6 +46,8 @@ Tensor requantize_with_layout(const TensorView& acc, std::span<const float> mult
   const auto* in = acc.data_as<std::int32_t>();
   auto* codes = out.data_as<std::uint8_t>();
   const std::int64_t n = acc.numel();
+  const kernels::RequantizeFn uniform =
+      kernels::streams_byte_output(n, sizeof(std::int32_t)) ? k.requantize_streaming : k.requantize;
   kernels::parallel_pieces(
       n, kernels::threads_for(n), detail::piece_alignment,
       [&](int, std::int64_t begin, std::int64_t end) {
@@ -56,7 +58,7 @@ Tensor requantize_with_layout(const TensorView& acc, std::span<const float> mult
                 k.requantize_vec(in + b, e - b, multipliers.data() + s, zero_points.data() + s,
                                  grid, codes + b);
               } else {
-                k.requantize(in + b, e - b, multipliers[s], zero_points[s], grid, codes + b);
+                uniform(in + b, e - b, multipliers[s], zero_points[s], grid, codes + b);
               }
             });
       });

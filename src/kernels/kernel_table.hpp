@@ -44,14 +44,23 @@ constexpr int code_width_count = 3;
 enum class CodeType : std::uint8_t { i8, u8, i16, u16, i32 };
 constexpr int code_type_count = 5;
 
-/// Outputs of at least this many bytes take the *_streaming kernels: no last-level cache of the
-/// CPUs measured keeps them for the caller, and non-temporal stores skip the read for ownership
-/// (docs/performance.md, "Non-temporal stores").
+/// Float outputs of at least this many bytes (and calls with 8-bit outputs that move this many)
+/// take the *_streaming kernels: no last-level cache of the CPUs measured keeps them for the
+/// caller, and non-temporal stores skip the read for ownership (docs/performance.md,
+/// "Non-temporal stores").
 constexpr std::int64_t streaming_output_bytes = std::int64_t{32} << 20;
 
 /// Whether an output of n floats is large enough for the *_streaming kernels.
 constexpr bool streams_float_output(std::int64_t n) {
   return n * std::int64_t{sizeof(float)} >= streaming_output_bytes;
+}
+
+/// Whether a call that reads n elements of `input_bytes` each and writes n 8-bit codes takes the
+/// *_streaming kernels: its reads and writes add up to at least streaming_output_bytes (a quarter
+/// of its traffic is codes, and from 8 MiB of codes on they measured faster streamed;
+/// docs/performance.md, "Non-temporal stores").
+constexpr bool streams_byte_output(std::int64_t n, std::int64_t input_bytes) {
+  return n * (input_bytes + 1) >= streaming_output_bytes;
 }
 
 /// One (scale, zero point) pair, with the reciprocal quantize multiplies by.
@@ -132,6 +141,9 @@ using RequantizeVecFn = void (*)(const std::int32_t* acc, std::int64_t n, const 
 struct KernelTable {
   Isa isa;
   QuantizeFn quantize[float_type_count][code_width_count];
+  // The same bits as quantize[t][b8], the codes stored non-temporally where the tier can (as
+  // dequantize_streaming; streams_byte_output).
+  QuantizeFn quantize_streaming[float_type_count];
   QuantizeVecFn quantize_vec[float_type_count][code_width_count];
   DequantizeFn dequantize[code_type_count];
   // The same bits as dequantize, stored non-temporally where the tier can: for outputs of at
@@ -158,6 +170,7 @@ struct KernelTable {
   GroupQParamsFn group_qparams;                        // their parameters
   QuantizeGroupsFn quantize_groups[float_type_count];  // and codes, many groups per call
   RequantizeFn requantize;
+  RequantizeFn requantize_streaming;  // the same bits, stored as quantize_streaming
   RequantizeVecFn requantize_vec;
   // The table's variant (its tier is `isa`) and its name (to_string(variant)).
   KernelVariant variant;

@@ -1,4 +1,4 @@
-// Splits a float output at its first vector boundary so the body can take non-temporal stores.
+// Splits an output at its first vector boundary so the body can take non-temporal stores.
 #pragma once
 
 #include <immintrin.h>
@@ -9,16 +9,17 @@ namespace lucid::quantization::kernels {
 
 /// Runs an elementwise kernel over out[0, n) with non-temporal stores where they are possible:
 /// plain(b, e) for the elements before out's first Align-byte boundary and after its last whole
-/// vector of Align / 4 floats, streamed(b, e) for the whole aligned vectors between, then a
-/// store fence, so the streamed lines are visible before whatever the caller stores next. An out
-/// that is not 4-byte aligned, or too short to hold one vector past the boundary, goes to
-/// plain(0, n) alone. plain is never called with an empty range.
-template <int Align, class Plain, class Streamed>
-void with_streamed_body(const float* out, std::int64_t n, Plain plain, Streamed streamed) {
-  constexpr std::int64_t vector = Align / 4;
+/// vector of Align / sizeof(T) elements, streamed(b, e) for the whole aligned vectors between,
+/// then a store fence, so the streamed lines are visible before whatever the caller stores next.
+/// An out that is not sizeof(T)-aligned, or too short to hold one vector past the boundary, goes
+/// to plain(0, n) alone. plain is never called with an empty range.
+template <int Align, class T, class Plain, class Streamed>
+void with_streamed_body(const T* out, std::int64_t n, Plain plain, Streamed streamed) {
+  constexpr auto element = static_cast<std::int64_t>(sizeof(T));
+  constexpr std::int64_t vector = Align / element;
   const auto address = reinterpret_cast<std::uintptr_t>(out);
-  const auto head = static_cast<std::int64_t>((Align - address % Align) % Align / 4);
-  if (address % 4 != 0 || head + vector > n) {
+  const auto head = static_cast<std::int64_t>((Align - address % Align) % Align) / element;
+  if (address % element != 0 || head + vector > n) {
     if (n > 0) plain(0, n);
     return;
   }

@@ -43,8 +43,9 @@ inline __m256i wide_codes(__m256 x, const Lanes& p, Grid grid) {
 // 32 codes of x + k with one (inv, lo, hi, zero point): the clamped, rounded steps packed to int16
 // with signed saturation (exact: |step| <= 255), the zero point added there (wrapping: a NaN lane's
 // 0x80000000 saturates to 0x8000 and keeps exactly the zero point in its low byte), the low
-// bytes packed and one dword permute restoring the order.
-template <FloatType T>
+// bytes packed and one dword permute restoring the order. Stream: stored non-temporally (codes + k
+// 32-byte aligned), as in saturating_codes32.
+template <FloatType T, bool Stream = false>
 inline void codes32(const void* x, std::int64_t k, __m256 inv, __m256 lo, __m256 hi, __m256i zero16,
                     std::int8_t* codes) {
   const auto steps = [&](std::int64_t at) {
@@ -57,8 +58,8 @@ inline void codes32(const void* x, std::int64_t k, __m256 inv, __m256 lo, __m256
   const __m256i c01 = _mm256_and_si256(_mm256_add_epi16(w01, zero16), low_byte);
   const __m256i c23 = _mm256_and_si256(_mm256_add_epi16(w23, zero16), low_byte);
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + k),
-                      _mm256_permutevar8x32_epi32(_mm256_packus_epi16(c01, c23), order));
+  store_bytes32<Stream>(codes + k,
+                        _mm256_permutevar8x32_epi32(_mm256_packus_epi16(c01, c23), order));
 }
 
 // An 8-bit grid for saturating_codes32: the zero point and the grid's ends in int16 lanes.
@@ -78,8 +79,9 @@ inline ByteGrid byte_grid(std::int32_t zero_point, Grid grid) {
 // packed to bytes with the grid's signedness, one dword permute restoring the order. Exact for
 // every lane whose packed step is above -32768: beyond int16 a step saturates as its code does.
 // A NaN or |x * inv| >= 2^31 (0x80000000 from the conversion) or a step <= -32768 packs to
-// -32768; `lowest` keeps the smallest packed step for the caller to redo such codes.
-template <FloatType T, bool Signed, bool Clamp>
+// -32768; `lowest` keeps the smallest packed step for the caller to redo such codes. Stream: the
+// codes stored non-temporally (codes + k 32-byte aligned).
+template <FloatType T, bool Signed, bool Clamp, bool Stream = false>
 inline void saturating_codes32(const void* x, std::int64_t k, __m256 inv, const ByteGrid& g,
                                __m256i& lowest, std::int8_t* codes) {
   const auto steps = [&](std::int64_t at) {
@@ -95,17 +97,17 @@ inline void saturating_codes32(const void* x, std::int64_t k, __m256 inv, const 
   }
   const __m256i bytes = Signed ? _mm256_packs_epi16(c01, c23) : _mm256_packus_epi16(c01, c23);
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + k),
-                      _mm256_permutevar8x32_epi32(bytes, order));
+  store_bytes32<Stream>(codes + k, _mm256_permutevar8x32_epi32(bytes, order));
 }
 
 // Elements per block of saturating_blocks: 8 rounds of 32.
 constexpr std::int64_t saturating_block = 8 * 4 * lanes;
 
 // Whole blocks through saturating_codes32; a block where a packed step reached -32768 (NaN, huge
-// values, steps far below the grid) is redone by codes32, whose float clamp handles them. Returns
+// values, steps far below the grid) is redone by codes32, whose float clamp handles them (stored
+// the same way: a later store to the same bytes from this thread is the one that stays). Returns
 // the elements done.
-template <FloatType T, bool Signed, bool Clamp, bool Prefetch>
+template <FloatType T, bool Signed, bool Clamp, bool Prefetch, bool Stream>
 std::int64_t saturating_blocks_of(const void* x, std::int64_t n, const Lanes& p, Grid grid,
                                   std::int8_t* codes) {
   const ByteGrid g = byte_grid(_mm256_cvtsi256_si32(p.zero), grid);
@@ -116,26 +118,27 @@ std::int64_t saturating_blocks_of(const void* x, std::int64_t n, const Lanes& p,
     for (std::int64_t j = k; j < k + saturating_block; j += 4 * lanes) {
       elementwise_prefetch<Prefetch>(input_at<T>(x, j));
       elementwise_prefetch<Prefetch>(input_at<T>(x, j + 2 * lanes));
-      saturating_codes32<T, Signed, Clamp>(x, j, p.inv, g, lowest, codes);
+      saturating_codes32<T, Signed, Clamp, Stream>(x, j, p.inv, g, lowest, codes);
     }
     if (_mm256_movemask_epi8(_mm256_cmpeq_epi16(lowest, floor16)) == 0) continue;
     for (std::int64_t j = k; j < k + saturating_block; j += 4 * lanes)
-      codes32<T>(x, j, p.inv, p.lo, p.hi, g.zero16, codes);
+      codes32<T, Stream>(x, j, p.inv, p.lo, p.hi, g.zero16, codes);
   }
   return k;
 }
-template <FloatType T, bool Signed, bool Clamp>
+template <FloatType T, bool Signed, bool Clamp, bool Stream>
 std::int64_t saturating_blocks(const void* x, std::int64_t n, const Lanes& p, Grid grid,
                                std::int8_t* codes) {
   return elementwise_prefetch_pays(n * input_element_bytes<T>)
-             ? saturating_blocks_of<T, Signed, Clamp, true>(x, n, p, grid, codes)
-             : saturating_blocks_of<T, Signed, Clamp, false>(x, n, p, grid, codes);
+             ? saturating_blocks_of<T, Signed, Clamp, true, Stream>(x, n, p, grid, codes)
+             : saturating_blocks_of<T, Signed, Clamp, false, Stream>(x, n, p, grid, codes);
 }
 
 // 8-bit codes 32 at a time: the low byte of every lane, as store8 keeps it (a NaN lane's low
 // byte is its zero point). One zero point for all goes in blocks through saturating_blocks, then
-// 32 at a time through codes32. Returns the elements done.
-template <FloatType T, class Params>
+// 32 at a time through codes32. Returns the elements done. Stream (one zero point only): the
+// codes stored non-temporally, codes 32-byte aligned.
+template <FloatType T, bool Stream = false, class Params>
 std::int64_t quantize_bytes32(const void* x, std::int64_t n, const Params& params, Grid grid,
                               std::int8_t* codes) {
   std::int64_t k = 0;
@@ -145,16 +148,18 @@ std::int64_t quantize_bytes32(const void* x, std::int64_t n, const Params& param
     const bool whole_byte = is_signed ? grid.quant_min == -128 && grid.quant_max == 127
                                       : grid.quant_min == 0 && grid.quant_max == 255;
     if (is_signed) {
-      k = whole_byte ? saturating_blocks<T, true, false>(x, n, p, grid, codes)
-                     : saturating_blocks<T, true, true>(x, n, p, grid, codes);
+      k = whole_byte ? saturating_blocks<T, true, false, Stream>(x, n, p, grid, codes)
+                     : saturating_blocks<T, true, true, Stream>(x, n, p, grid, codes);
     } else {
-      k = whole_byte ? saturating_blocks<T, false, false>(x, n, p, grid, codes)
-                     : saturating_blocks<T, false, true>(x, n, p, grid, codes);
+      k = whole_byte ? saturating_blocks<T, false, false, Stream>(x, n, p, grid, codes)
+                     : saturating_blocks<T, false, true, Stream>(x, n, p, grid, codes);
     }
     const __m256i zero16 = _mm256_packs_epi32(p.zero, p.zero);  // |zero point| <= 255: exact
     for (; k + 4 * lanes <= n; k += 4 * lanes)
-      codes32<T>(x, k, p.inv, p.lo, p.hi, zero16, codes);
+      codes32<T, Stream>(x, k, p.inv, p.lo, p.hi, zero16, codes);
     return k;
+  } else {
+    static_assert(!Stream, "streamed codes take one zero point");
   }
   const auto code = [&](std::int64_t at) { return narrow_codes(load8<T>(x, at), params.at(at)); };
   for (; k + 4 * lanes <= n; k += 4 * lanes) {
@@ -188,6 +193,21 @@ void quantize__avx2(const void* x, std::int64_t n, Affine p, Grid grid, void* co
   if (done == n) return;
   reference_table().quantize[static_cast<int>(T)][static_cast<int>(W)](
       input_at<T>(x, done), n - done, p, grid, codes_at<W>(codes, done));
+}
+
+// quantize__avx2 at width b8 with non-temporal stores of the codes (outputs larger than the
+// caches: no read for ownership; docs/performance.md, "Non-temporal stores").
+template <FloatType T>
+void quantize_streaming__avx2(const void* x, std::int64_t n, Affine p, Grid grid, void* codes) {
+  auto* bytes = static_cast<std::int8_t*>(codes);
+  with_streamed_body<32>(
+      bytes, n,
+      [&](std::int64_t b, std::int64_t e) {
+        quantize__avx2<T, CodeWidth::b8>(input_at<T>(x, b), e - b, p, grid, bytes + b);
+      },
+      [&](std::int64_t b, std::int64_t e) {  // whole 32-byte vectors: every code done here
+        quantize_bytes32<T, true>(input_at<T>(x, b), e - b, Uniform(p, grid), grid, bytes + b);
+      });
 }
 
 template <FloatType T, CodeWidth W>
@@ -523,6 +543,7 @@ void fill_for_input(KernelTable& table) {
   table.quantize[t][0] = quantize__avx2<T, CodeWidth::b8>;
   table.quantize[t][1] = quantize__avx2<T, CodeWidth::b16>;
   table.quantize[t][2] = quantize__avx2<T, CodeWidth::b32>;
+  table.quantize_streaming[t] = quantize_streaming__avx2<T>;
   table.quantize_vec[t][0] = quantize_vec__avx2<T, CodeWidth::b8>;
   table.quantize_vec[t][1] = quantize_vec__avx2<T, CodeWidth::b16>;
   table.quantize_vec[t][2] = quantize_vec__avx2<T, CodeWidth::b32>;

@@ -3,6 +3,7 @@
 #include "kernels/avx2/kernels.hpp"
 #include "kernels/avx2/simd.hpp"
 #include "kernels/stream_prefetch.hpp"
+#include "kernels/streamed_body.hpp"
 
 namespace lucid::quantization::kernels::avx2 {
 namespace {
@@ -42,8 +43,8 @@ inline __m128i products4(const std::int32_t* acc, std::int64_t k, __m256d m) {
 // int16 with signed saturation, the zero point added with saturation, clamped to the grid in
 // int16 unless it is a whole signed or unsigned byte (Clamp false: the byte pack saturates as the
 // grid clamps), packed to bytes with the grid's signedness. Exact: a product beyond int16 is
-// beyond the grid on the same side.
-template <bool Signed, bool Clamp>
+// beyond the grid on the same side. Stream: stored non-temporally (out + k 32-byte aligned).
+template <bool Signed, bool Clamp, bool Stream>
 inline void saturating_codes32(const std::int32_t* acc, std::int64_t k, __m256d m, __m256i zero16,
                                __m256i lo16, __m256i hi16, std::uint8_t* out) {
   const auto words8 = [&](std::int64_t at) {  // 8 products as int16, in order
@@ -57,12 +58,12 @@ inline void saturating_codes32(const std::int32_t* acc, std::int64_t k, __m256d 
   };
   const __m256i a = words16(k), b = words16(k + 16);
   const __m256i bytes = Signed ? _mm256_packs_epi16(a, b) : _mm256_packus_epi16(a, b);
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + k), _mm256_permute4x64_epi64(bytes, 0xd8));
+  store_bytes32<Stream>(out + k, _mm256_permute4x64_epi64(bytes, 0xd8));
 }
 
-template <bool Signed, bool Clamp>
-std::int64_t saturating_requantize(const std::int32_t* acc, std::int64_t n, float multiplier,
-                                   std::int32_t zero_point, Grid grid, std::uint8_t* out) {
+template <bool Signed, bool Clamp, bool Stream>
+std::int64_t saturating_requantize_of(const std::int32_t* acc, std::int64_t n, float multiplier,
+                                      std::int32_t zero_point, Grid grid, std::uint8_t* out) {
   const __m256d m = _mm256_set1_pd(multiplier);
   const __m256i zero16 = _mm256_set1_epi16(static_cast<std::int16_t>(zero_point));
   const __m256i lo16 = _mm256_set1_epi16(static_cast<std::int16_t>(grid.quant_min));
@@ -71,31 +72,39 @@ std::int64_t saturating_requantize(const std::int32_t* acc, std::int64_t n, floa
   for (; k + 32 <= n; k += 32) {
     elementwise_prefetch(acc + k);
     elementwise_prefetch(acc + k + 16);
-    saturating_codes32<Signed, Clamp>(acc, k, m, zero16, lo16, hi16, out);
+    saturating_codes32<Signed, Clamp, Stream>(acc, k, m, zero16, lo16, hi16, out);
   }
   return k;
 }
 
-// Multipliers <= 1 take saturating_requantize (the grid's signedness and whether it is a whole
-// byte chosen once), others the double clamp, 32 then 8 at a time.
+// The codes of a multiplier <= 1, 32 at a time (the grid's signedness and whether it is a whole
+// byte chosen once); returns the elements done.
+template <bool Stream>
+std::int64_t saturating_requantize(const std::int32_t* acc, std::int64_t n, float multiplier,
+                                   std::int32_t zero_point, Grid grid, std::uint8_t* out) {
+  const bool is_signed = grid.quant_min < 0;
+  const bool whole_byte = is_signed ? grid.quant_min == -128 && grid.quant_max == 127
+                                    : grid.quant_min == 0 && grid.quant_max == 255;
+  if (is_signed) {
+    return whole_byte ? saturating_requantize_of<true, false, Stream>(acc, n, multiplier,
+                                                                      zero_point, grid, out)
+                      : saturating_requantize_of<true, true, Stream>(acc, n, multiplier, zero_point,
+                                                                     grid, out);
+  }
+  return whole_byte ? saturating_requantize_of<false, false, Stream>(acc, n, multiplier, zero_point,
+                                                                     grid, out)
+                    : saturating_requantize_of<false, true, Stream>(acc, n, multiplier, zero_point,
+                                                                    grid, out);
+}
+
+// Multipliers <= 1 take saturating_requantize, others the double clamp, 32 then 8 at a time.
 void requantize__avx2(const std::int32_t* acc, std::int64_t n, float multiplier,
                       std::int32_t zero_point, Grid grid, std::uint8_t* out) {
   const __m256 m = _mm256_set1_ps(multiplier);
   const __m256i z = _mm256_set1_epi32(zero_point);
   std::int64_t k = 0;
-  if (multiplier <= 1.0f) {
-    const bool is_signed = grid.quant_min < 0;
-    const bool whole_byte = is_signed ? grid.quant_min == -128 && grid.quant_max == 127
-                                      : grid.quant_min == 0 && grid.quant_max == 255;
-    if (is_signed) {
-      k = whole_byte ? saturating_requantize<true, false>(acc, n, multiplier, zero_point, grid, out)
-                     : saturating_requantize<true, true>(acc, n, multiplier, zero_point, grid, out);
-    } else {
-      k = whole_byte
-              ? saturating_requantize<false, false>(acc, n, multiplier, zero_point, grid, out)
-              : saturating_requantize<false, true>(acc, n, multiplier, zero_point, grid, out);
-    }
-  }
+  if (multiplier <= 1.0f)
+    k = saturating_requantize<false>(acc, n, multiplier, zero_point, grid, out);
   for (; k + 4 * lanes <= n; k += 4 * lanes) {
     elementwise_prefetch(acc + k);
     elementwise_prefetch(acc + k + 16);
@@ -107,6 +116,24 @@ void requantize__avx2(const std::int32_t* acc, std::int64_t n, float multiplier,
   for (; k + lanes <= n; k += lanes)
     store8<CodeWidth::b8>(out, k, codes8(load_acc(acc, k), m, z, grid));
   if (k < n) reference_table().requantize(acc + k, n - k, multiplier, zero_point, grid, out + k);
+}
+
+// requantize__avx2 with non-temporal stores of the codes (outputs larger than the caches;
+// docs/performance.md, "Non-temporal stores"); multipliers > 1 (the double route) store plainly.
+void requantize_streaming__avx2(const std::int32_t* acc, std::int64_t n, float multiplier,
+                                std::int32_t zero_point, Grid grid, std::uint8_t* out) {
+  if (!(multiplier <= 1.0f)) {
+    requantize__avx2(acc, n, multiplier, zero_point, grid, out);
+    return;
+  }
+  with_streamed_body<32>(
+      out, n,
+      [&](std::int64_t b, std::int64_t e) {
+        requantize__avx2(acc + b, e - b, multiplier, zero_point, grid, out + b);
+      },
+      [&](std::int64_t b, std::int64_t e) {  // whole 32-byte vectors: every code done here
+        saturating_requantize<true>(acc + b, e - b, multiplier, zero_point, grid, out + b);
+      });
 }
 
 void requantize_vec__avx2(const std::int32_t* acc, std::int64_t n, const float* multiplier,
@@ -133,6 +160,7 @@ void requantize_vec__avx2(const std::int32_t* acc, std::int64_t n, const float* 
 
 void fill_requantize_kernels(KernelTable& table) {
   table.requantize = requantize__avx2;
+  table.requantize_streaming = requantize_streaming__avx2;
   table.requantize_vec = requantize_vec__avx2;
 }
 

@@ -60,6 +60,16 @@ inline void store8(void* out, std::int64_t k, __m256i codes) {
   }
 }
 
+/// Stores 32 bytes at p, non-temporally when Stream (p then 32-byte aligned).
+template <bool Stream>
+inline void store_bytes32(void* p, __m256i v) {
+  if constexpr (Stream) {
+    _mm256_stream_si256(static_cast<__m256i*>(p), v);
+  } else {
+    _mm256_storeu_si256(static_cast<__m256i*>(p), v);
+  }
+}
+
 /// Stores the low bytes of the 32 int32 lanes of c0..c3, in order, at out: lanes masked to
 /// 0..255, unsigned saturating packs, and one dword permute to undo the in-lane interleaving.
 inline void store32_low_bytes(void* out, __m256i c0, __m256i c1, __m256i c2, __m256i c3) {

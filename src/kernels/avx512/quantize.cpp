@@ -58,8 +58,9 @@ void quantize_lanes(const void* x, std::int64_t n, const Params& params, Grid gr
 // (wrapping: a NaN lane keeps exactly the zero point in its low byte, as
 // narrow_codes does), the low bytes are packed and one permute restores the
 // order the per-128-bit-lane packs interleave. Two packs and a permute replace
-// four int32 adds and four two-uop vpmovdb per 64 codes.
-template <FloatType T, bool Prefetch>
+// four int32 adds and four two-uop vpmovdb per 64 codes. Stream: stored non-temporally (codes
+// 64-byte aligned).
+template <FloatType T, bool Prefetch, bool Stream = false>
 std::int64_t quantize_int8_blocks(const void* x, std::int64_t n, const Lanes& p, Affine affine,
                                   std::uint8_t* codes) {
   const __m512i zero16 = _mm512_set1_epi16(static_cast<short>(affine.zero_point));
@@ -78,7 +79,12 @@ std::int64_t quantize_int8_blocks(const void* x, std::int64_t n, const Lanes& p,
     const __m512i w1 = _mm512_add_epi16(_mm512_packs_epi32(steps[2], steps[3]), zero16);
     const __m512i bytes =
         _mm512_packus_epi16(_mm512_and_si512(w0, low_byte), _mm512_and_si512(w1, low_byte));
-    _mm512_storeu_si512(codes + k, _mm512_permutexvar_epi32(order, bytes));
+    const __m512i ordered = _mm512_permutexvar_epi32(order, bytes);
+    if constexpr (Stream) {
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(codes + k), ordered);
+    } else {
+      _mm512_storeu_si512(codes + k, ordered);
+    }
   }
   return k;
 }
@@ -95,6 +101,22 @@ void quantize__avx512(const void* x, std::int64_t n, Affine p, Grid grid, void* 
   }
   quantize_lanes<T, W>(input_at<T>(x, k), n - k, params, grid,
                        static_cast<std::uint8_t*>(codes) + k);
+}
+
+// quantize__avx512 at width b8 with non-temporal stores of the codes (outputs larger than the
+// caches: no read for ownership; docs/performance.md, "Non-temporal stores").
+template <FloatType T>
+void quantize_streaming__avx512(const void* x, std::int64_t n, Affine p, Grid grid, void* codes) {
+  auto* bytes = static_cast<std::uint8_t*>(codes);
+  const Lanes uniform = Uniform(p, grid).lanes;
+  with_streamed_body<64>(
+      bytes, n,
+      [&](std::int64_t b, std::int64_t e) {
+        quantize__avx512<T, CodeWidth::b8>(input_at<T>(x, b), e - b, p, grid, bytes + b);
+      },
+      [&](std::int64_t b, std::int64_t e) {  // whole 64-byte vectors: every code done here
+        quantize_int8_blocks<T, true, true>(input_at<T>(x, b), e - b, uniform, p, bytes + b);
+      });
 }
 
 template <FloatType T, CodeWidth W>
@@ -246,6 +268,7 @@ void fill_for_input(KernelTable& table) {
   table.quantize[t][0] = quantize__avx512<T, CodeWidth::b8>;
   table.quantize[t][1] = quantize__avx512<T, CodeWidth::b16>;
   table.quantize[t][2] = quantize__avx512<T, CodeWidth::b32>;
+  table.quantize_streaming[t] = quantize_streaming__avx512<T>;
   table.quantize_vec[t][0] = quantize_vec__avx512<T, CodeWidth::b8>;
   table.quantize_vec[t][1] = quantize_vec__avx512<T, CodeWidth::b16>;
   table.quantize_vec[t][2] = quantize_vec__avx512<T, CodeWidth::b32>;

@@ -120,6 +120,7 @@ void fill_for_input(KernelTable& table) {
   table.quantize[t][0] = quantize__reference<T, CodeWidth::b8>;
   table.quantize[t][1] = quantize__reference<T, CodeWidth::b16>;
   table.quantize[t][2] = quantize__reference<T, CodeWidth::b32>;
+  table.quantize_streaming[t] = quantize__reference<T, CodeWidth::b8>;  // plain stores
   table.quantize_vec[t][0] = quantize_vec__reference<T, CodeWidth::b8>;
   table.quantize_vec[t][1] = quantize_vec__reference<T, CodeWidth::b16>;
   table.quantize_vec[t][2] = quantize_vec__reference<T, CodeWidth::b32>;

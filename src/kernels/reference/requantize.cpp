@@ -21,6 +21,7 @@ void requantize_vec__reference(const std::int32_t* acc, std::int64_t n, const fl
 
 void fill_requantize_kernels(KernelTable& table) {
   table.requantize = requantize__reference;
+  table.requantize_streaming = requantize__reference;  // plain stores
   table.requantize_vec = requantize_vec__reference;
 }
 
