@@ -396,6 +396,25 @@ TEST_P(KernelTier, FakeQuantizeStreamingMatchesReference) {
   }
 }
 
+namespace {
+
+// n int32 accumulators at byte offset `offset`: mostly within +-100000, every fifth anywhere in
+// int32, and INT32_MIN at k % 17 == 3.
+Guarded random_accumulators(std::int64_t n, std::size_t offset, std::mt19937_64& rng) {
+  std::uniform_int_distribution<std::int32_t> any_acc(std::numeric_limits<std::int32_t>::min(),
+                                                      std::numeric_limits<std::int32_t>::max());
+  std::uniform_int_distribution<std::int32_t> small_acc(-100000, 100000);
+  const auto count = static_cast<std::size_t>(n);
+  Guarded acc(count * 4, offset);
+  for (std::size_t k = 0; k < count; ++k) {
+    acc.as<std::int32_t>()[k] = k % 5 == 0 ? any_acc(rng) : small_acc(rng);
+    if (k % 17 == 3) acc.as<std::int32_t>()[k] = std::numeric_limits<std::int32_t>::min();
+  }
+  return acc;
+}
+
+}  // namespace
+
 // Lengths of the byte-output streaming tests: around the 32- and 64-code vectors, and several
 // 256-code blocks of the AVX2 saturating quantize (a block with a NaN or huge value is redone).
 const std::int64_t streaming_code_lengths[] = {0, 1, 31, 32, 33, 63, 64, 65, 100, 257, 1025, 2113};
@@ -434,18 +453,11 @@ TEST_P(KernelTier, QuantizeStreamingMatchesReference) {
 // address modulo 64, for multipliers of the saturating path (<= 1) and of the double one (> 1).
 TEST_P(KernelTier, RequantizeStreamingMatchesReference) {
   std::mt19937_64 rng(Q::testing::test_seed());
-  std::uniform_int_distribution<std::int32_t> any_acc(std::numeric_limits<std::int32_t>::min(),
-                                                      std::numeric_limits<std::int32_t>::max());
-  std::uniform_int_distribution<std::int32_t> small_acc(-100000, 100000);
   std::uniform_real_distribution<float> multiplier(1e-6f, 1.0f);
   for (const K::Grid grid : grids_for(K::CodeWidth::b8)) {
     for (const std::int64_t n : streaming_code_lengths) {
       const auto count = static_cast<std::size_t>(n);
-      Guarded acc(count * 4, 0);
-      for (std::size_t k = 0; k < count; ++k) {
-        acc.as<std::int32_t>()[k] = k % 5 == 0 ? any_acc(rng) : small_acc(rng);
-        if (k % 17 == 3) acc.as<std::int32_t>()[k] = std::numeric_limits<std::int32_t>::min();
-      }
+      Guarded acc = random_accumulators(n, 0, rng);
       for (const float m : {0.5f, 1.0f, multiplier(rng), 1e-30f, 1.5f}) {
         const std::int32_t z = random_zero_point(rng, grid);
         Guarded expected(count, 0);
@@ -587,18 +599,11 @@ TEST_P(KernelTier, RangesWithFewNonFiniteValuesMatchReference) {
 
 TEST_P(KernelTier, RequantizeMatchesReference) {
   std::mt19937_64 rng(Q::testing::test_seed());
-  std::uniform_int_distribution<std::int32_t> any_acc(std::numeric_limits<std::int32_t>::min(),
-                                                      std::numeric_limits<std::int32_t>::max());
-  std::uniform_int_distribution<std::int32_t> small_acc(-100000, 100000);
   std::uniform_real_distribution<float> multiplier(1e-6f, 2.0f);
   for (const K::Grid grid : grids_for(K::CodeWidth::b8)) {
     for (const std::int64_t n : lengths()) {
       const auto count = static_cast<std::size_t>(n);
-      Guarded acc(count * 4, 4 * (count % 2));
-      for (std::size_t k = 0; k < count; ++k) {
-        acc.as<std::int32_t>()[k] = k % 5 == 0 ? any_acc(rng) : small_acc(rng);
-        if (k % 17 == 3) acc.as<std::int32_t>()[k] = std::numeric_limits<std::int32_t>::min();
-      }
+      Guarded acc = random_accumulators(n, 4 * (count % 2), rng);
       // 0.5: exact ties; 1: the largest multiplier of the AVX2 saturating path; 1e-30: tiny.
       const float m = n % 3 == 0    ? 0.5f
                       : n % 7 == 1  ? 1.0f
