@@ -636,6 +636,52 @@ TEST_P(KernelTier, RequantizeMatchesReference) {
 // 40000), with one block each holding a NaN, +-Inf, +-3e38, a step of exactly -32768, a tie that
 // rounds to -32768 or 32768, a denormal, around clean blocks; every 8-bit grid, random zero
 // points and scales, every input type, a ragged tail.
+// The GEMM's requantized output stage, one row: the reference's bytes for int8 and uint8 grids,
+// zero points at both ends, ReLU's raised floor, exact ties (multipliers of 1/2 and 1/4), int32
+// extremes, biases and offsets, every length around the 8-column step.
+TEST_P(KernelTier, GemmRequantizeRowMatchesReference) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  std::uniform_real_distribution<double> any_multiplier(1e-9, 2.0), any_offset(-300.0, 300.0);
+  std::uniform_int_distribution<std::int32_t> any_bias(-1000000, 1000000);
+  struct Output {
+    std::int32_t quant_min, quant_max, zero_point;
+    bool relu;
+  };
+  const Output outputs[] = {{-128, 127, -3, false}, {-128, 127, -128, false},
+                            {-128, 127, 127, true}, {0, 255, 0, false},
+                            {0, 255, 255, false},   {0, 255, 7, true}};
+  for (const Output& o : outputs) {
+    const double low = std::max(o.quant_min, o.relu ? o.zero_point : o.quant_min) - o.zero_point;
+    const double high = o.quant_max - o.zero_point;
+    for (const std::int64_t n : lengths()) {
+      const auto count = static_cast<std::size_t>(n);
+      Guarded acc = random_accumulators(n, 0, rng);
+      std::vector<double> bias(count), multiplier(count), offset(count);
+      for (std::size_t j = 0; j < count; ++j) {
+        bias[j] = j % 3 == 0 ? 0.0 : any_bias(rng);
+        multiplier[j] = j % 4 == 0 ? 0.5 : j % 4 == 1 ? 0.25 : any_multiplier(rng);
+        offset[j] = j % 5 == 0 ? 0.0 : any_offset(rng);
+      }
+      const lucid::quantization::igemm::RequantizeRowArgs args{
+          .bias = bias.data(),
+          .multiplier = multiplier.data(),
+          .offset = offset.data(),
+          .below = low - 1.0,
+          .above = high + 1.0,
+          .low = low,
+          .high = high,
+          .zero_point = static_cast<double>(o.zero_point)};
+      Guarded expected(count, 0), actual(count, 1);
+      reference().gemm_requantize_row(acc.as<std::int32_t>(), n, args, expected.as<std::uint8_t>());
+      tier().gemm_requantize_row(acc.as<std::int32_t>(), n, args, actual.as<std::uint8_t>());
+      ASSERT_EQ(actual.payload(), expected.payload())
+          << "n = " << n << ", grid [" << o.quant_min << ", " << o.quant_max << "], z "
+          << o.zero_point << (o.relu ? ", relu" : "");
+      ASSERT_TRUE(actual.intact()) << "n = " << n;
+    }
+  }
+}
+
 TEST_P(KernelTier, QuantizeInt8BlocksMatchReference) {
   std::mt19937_64 rng(Q::testing::test_seed());
   std::uniform_int_distribution<int> kind(0, 7), step(-300, 300), far(-40000, 40000);

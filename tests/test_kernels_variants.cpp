@@ -73,7 +73,7 @@ void expect_families(Q::KernelVariant variant) {
                                                                   : &K::gemm_u8s8_i32_16c4__avx2);
       // Whole 3-panel slices in every small-M tile (no 1-vector edge tile).
       EXPECT_EQ(t.gemm.small_m_panels % 3, 0);
-      EXPECT_EQ(t.gemm_requantize_row, &K::requantize_row_i32_u8__reference);
+      EXPECT_EQ(t.gemm_requantize_row, &K::requantize_row_i32_u8__avx2);
       EXPECT_EQ(t.weight_only_f32, &W::weight_only_f32_16c__avx2);
       EXPECT_EQ(t.weight_only_u8_few_rows.run, &W::weight_only_u8_16c__avx2);
       EXPECT_EQ(t.weight_only_u8_many_rows.run, &W::weight_only_u8_16c__avx2);

@@ -93,6 +93,8 @@ void gemm_u8s8_i32_16c4__avx512_vnni(const igemm::GemmBlock& block);
 void requantize_row_i32_u8__reference(const std::int32_t* acc, std::int64_t cols,
                                       const igemm::RequantizeRowArgs& args, std::uint8_t* out);
 #if defined(LUCIDQ_X86_KERNELS)
+void requantize_row_i32_u8__avx2(const std::int32_t* acc, std::int64_t cols,
+                                 const igemm::RequantizeRowArgs& args, std::uint8_t* out);
 void requantize_row_i32_u8__avx512(const std::int32_t* acc, std::int64_t cols,
                                    const igemm::RequantizeRowArgs& args, std::uint8_t* out);
 #endif

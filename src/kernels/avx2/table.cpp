@@ -20,6 +20,7 @@ const KernelTable& avx2_table() {
     avx2::fill_requantize_kernels(t);
     avx2::fill_ggml_kernels(t);
     t.gemm = {gemm_u8s8_i32_16c4__avx2, 9};  // 3 slices of 3 panels (docs/performance.md)
+    t.gemm_requantize_row = requantize_row_i32_u8__avx2;
     t.conv_depthwise = conv_depthwise_u8s16_i32__avx2;
     t.weight_only_f32 = weight_only::weight_only_f32_16c__avx2;
     t.weight_only_u8_few_rows = {weight_only::weight_only_u8_16c__avx2, 1};

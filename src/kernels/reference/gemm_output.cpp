@@ -1,4 +1,4 @@
-// The GEMM's requantized output stage for one row of columns, reference (and AVX2) variant.
+// The GEMM's requantized output stage for one row of columns, reference variant.
 #include "kernels/affine_spec.hpp"
 #include "kernels/gemm_int8.hpp"
 
