@@ -56,9 +56,9 @@ constexpr bool streams_float_output(std::int64_t n) {
 }
 
 /// Whether a call that reads n elements of `input_bytes` each and writes n 8-bit codes takes the
-/// *_streaming kernels: its reads and writes add up to at least streaming_output_bytes (a quarter
-/// of its traffic is codes, and from 8 MiB of codes on they measured faster streamed;
-/// docs/performance.md, "Non-temporal stores").
+/// *_streaming kernels: its reads and writes add up to at least streaming_output_bytes (the codes
+/// are a fifth to a third of its traffic, and from 8 MiB of codes on they measured faster
+/// streamed; docs/performance.md, "Non-temporal stores").
 constexpr bool streams_byte_output(std::int64_t n, std::int64_t input_bytes) {
   return n * (input_bytes + 1) >= streaming_output_bytes;
 }
