@@ -93,6 +93,9 @@ TEST(Tensor, ShapesAndAxes) {
   EXPECT_EQ(Q::shape_numel({2, 0, 3}), 0);
   EXPECT_ERROR_CONTAINS(Q::shape_numel({2, -1}), "dimension 1 = -1");
   EXPECT_ERROR_CONTAINS(Q::shape_numel({1LL << 40, 1LL << 40}), "overflows");
+  EXPECT_EQ(Q::shape_numel({1LL << 31, 1LL << 31}), 1LL << 62);
+  EXPECT_ERROR_CONTAINS(Q::shape_numel({1LL << 62, 2}), "overflows");
+  EXPECT_EQ(Q::shape_numel({0, 1LL << 62, 1LL << 62}), 0);
   EXPECT_EQ(Q::normalize_axis(-1, 4, "axis"), 3);
   EXPECT_ERROR_CONTAINS(Q::normalize_axis(4, 4, "ch_axis"), "ch_axis = 4");
   EXPECT_ERROR_CONTAINS(Q::normalize_axis(-5, 4, "ch_axis"), "-4 <= axis < 4");

@@ -76,13 +76,29 @@ inline int code_width_index(Storage storage) {
                                        : kernels::CodeWidth::b32);
 }
 
-/// The reciprocal of every scale: what quantize multiplies by (PyTorch's formula).
-inline std::vector<float> inverse_scales(const std::vector<float>& scale) {
-  std::vector<float> inverse(scale.size());
-  for (std::size_t i = 0; i < inverse.size(); ++i)
-    inverse[i] = 1.0f / scale[i];
-  return inverse;
-}
+/// 1 / scale of every slot: what quantize multiplies by (PyTorch's formula). A single scale (per
+/// tensor) is kept inline: a quantize call on a small tensor allocates nothing for it.
+class InverseScales {
+ public:
+  explicit InverseScales(const std::vector<float>& scale) {
+    if (scale.size() == 1) {
+      one_ = 1.0f / scale[0];
+      return;
+    }
+    many_.resize(scale.size());
+    for (std::size_t i = 0; i < many_.size(); ++i)
+      many_[i] = 1.0f / scale[i];
+  }
+  InverseScales(const InverseScales&) = delete;
+  InverseScales& operator=(const InverseScales&) = delete;
+
+  const float* data() const { return many_.empty() ? &one_ : many_.data(); }
+  float operator[](std::size_t slot) const { return data()[slot]; }
+
+ private:
+  float one_ = 0.0f;
+  std::vector<float> many_;
+};
 
 /// Throws Error naming `what` unless x is float32, float16 or bfloat16.
 inline void check_kernel_input(const TensorView& x, const char* what) {

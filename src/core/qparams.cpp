@@ -169,6 +169,7 @@ void QParams::validate() const {
 
 void QParams::validate_for(const Shape& input_shape) const {
   validate();
+  if (!is_per_channel(qscheme)) return;  // validate() checked the one pair (no shape to build)
   const Shape expected_shape = param_shape(input_shape);
   const std::int64_t expected = shape_numel(expected_shape);
   if (static_cast<std::int64_t>(scale.size()) != expected) {

@@ -44,7 +44,7 @@ struct AffineJob {
   const QParams& qparams;
   ParamLayout layout;
   kernels::Grid grid;
-  std::vector<float> inverse;
+  detail::InverseScales inverse;
 
   AffineJob(const KernelTable& table, const TensorView& input, const QParams& qp)
       : kernels(table),
@@ -54,7 +54,7 @@ struct AffineJob {
         qparams(qp),
         layout(layout_for(input.shape, qp)),
         grid(detail::grid_of(qp.qdtype)),
-        inverse(detail::inverse_scales(qp.scale)) {}
+        inverse(qp.scale) {}
 
   const void* input_at(std::int64_t flat) const {
     return x + static_cast<std::size_t>(flat) * x_element_size;

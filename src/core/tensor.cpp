@@ -3,7 +3,6 @@
 
 #include <array>
 #include <cstring>
-#include <limits>
 #include <mutex>
 #include <new>
 #include <utility>
@@ -22,10 +21,10 @@ std::int64_t shape_numel(const Shape& shape) {
       throw Error("shape " + to_string(shape) + ": dimension " + std::to_string(i) + " = " +
                   std::to_string(dim) + " (expected >= 0)");
     }
-    if (dim != 0 && count > std::numeric_limits<std::int64_t>::max() / dim) {
+    // No division: quantize calls on small tensors count their elements several times.
+    if (__builtin_mul_overflow(count, dim, &count)) {
       throw Error("shape " + to_string(shape) + ": element count overflows int64");
     }
-    count *= dim;
   }
   return count;
 }
