@@ -728,7 +728,8 @@ TEST_P(KernelTier, QuantizeInt8BlocksMatchReference) {
 // The fused per-group kernels: group sizes on and off the 8-lane vectors (odd and even vector
 // counts, multiples of 32), 8-group batches that are clean or hold a NaN, a +Inf, a -Inf or
 // nothing finite (the exact re-run), a last partial batch, every 8-bit grid, per-group
-// parameters (zero points changing per group or shared), huge values against the grid's ends.
+// parameters (zero points changing per group or shared), huge values against the grid's ends;
+// on 4-bit grids the packed entry too.
 TEST_P(KernelTier, GroupRangesAndCodesMatchReference) {
   std::mt19937_64 rng(Q::testing::test_seed());
   std::normal_distribution<float> normal(0.0f, 3.0f);
@@ -784,6 +785,25 @@ TEST_P(KernelTier, GroupRangesAndCodesMatchReference) {
         ASSERT_EQ(actual1.payload(), expected1.payload())
             << at << ", groups 8-15, grid [" << grid.quant_min << ", " << grid.quant_max << "]";
         ASSERT_TRUE(actual1.intact()) << at;
+        if (grid.quant_max - grid.quant_min > 15 || size % 2 != 0) continue;
+        // 4-bit grids: the same codes packed two per byte (the reference pack of the reference
+        // codes), all groups and the clean batch alone.
+        for (const std::int64_t first : {std::int64_t{0}, std::int64_t{8}}) {
+          const std::int64_t count = first == 0 ? groups : 8;
+          const auto m = static_cast<std::size_t>(count * size);
+          const auto* codes = expected.as<std::int8_t>() + first * size;
+          Guarded packed_expected(m / 2, 0), packed(m / 2, 1);
+          reference().pack4(codes, count * size, packed_expected.as<std::uint8_t>());
+          const auto* input = static_cast<const unsigned char*>(x.data()) +
+                              first * size * (t == K::FloatType::f32 ? 4 : 2);
+          tier().quantize_groups_int4[int(t)](input, count, size, inv.data() + first,
+                                              scales.data() + first, zero_points.data() + first,
+                                              grid, packed.as<std::uint8_t>());
+          ASSERT_EQ(packed.payload(), packed_expected.payload())
+              << at << ", packed, groups " << first << "-" << first + count - 1 << ", grid ["
+              << grid.quant_min << ", " << grid.quant_max << "]";
+          ASSERT_TRUE(packed.intact()) << at;
+        }
       }
     }
   }

@@ -305,7 +305,16 @@ TEST(QuantizePerGroup, EqualsChooseQparamsThenQuantizeOnLargeInputs) {
 // rows, at each input width.
 TEST(QuantizePerGroup, RunsOfWholeGroupsAcrossRowsEqualTwoStep) {
   expect_per_group_equals_two_step({9, 8192}, {{1, 32}, {1, 128}, {1, 1024}, {1, 4096}, {1, 8192}},
-                                   {Q::qint4, Q::quint8});
+                                   {Q::qint4, Q::quint4, Q::quint8});
+}
+
+// 4-bit codes packed as they are made, straight into the storage: groups of a multiple of 32,
+// even sizes that are not (through a scratch), odd sizes (never), rows that start on an odd
+// element (never: 129 per row), rows that end in a partial group.
+TEST(QuantizePerGroup, PackedFourBitRunsEqualTwoStep) {
+  expect_per_group_equals_two_step({6, 4000}, {{1, 32}, {1, 48}, {1, 6}, {1, 7}, {1, 160}},
+                                   {Q::qint4, Q::quint4});
+  expect_per_group_equals_two_step({7, 129}, {{1, 32}, {1, 64}, {1, 2}}, {Q::qint4, Q::quint4});
 }
 
 TEST(QuantizePerGroup, RejectsBadArguments) {

@@ -39,6 +39,12 @@ class PackedSink {
     if (filled_ > chunk_) pack_(scratch_, filled_ - chunk_, out_ + chunk_ / per_byte_);
     chunk_ = filled_;
   }
+  // Elements up to `end`, from the next one on, were packed into the output by the caller (the
+  // next one byte aligned): packs what the scratch holds and moves past them.
+  void skip_to(std::int64_t end) {
+    flush();
+    chunk_ = filled_ = end;
+  }
 
  private:
   kernels::PackFn pack_;
@@ -284,10 +290,19 @@ QuantizedTensor quantize_per_group(const TensorView& x, QScheme qscheme, QDtype 
     for (std::int64_t u = first; u < last; ++u) {
       if (const std::int64_t n = job.whole_groups(u, last); n > 0) {
         job.choose_run(u, n, *run);
-        sink.emit(run->begin, run->begin + n * layout.group_size,
-                  [&](std::int64_t b, std::int64_t e, std::int8_t* dst) {
-                    job.quantize_run(*run, b, e, dst);
-                  });
+        const std::int64_t end = run->begin + n * layout.group_size;
+        if (bits == 4 && run->begin % 2 == 0 && layout.group_size % 2 == 0) {
+          // Codes packed as they are made, straight into the storage (byte aligned).
+          job.k.quantize_groups_int4[job.t](job.at(run->begin), n, layout.group_size, run->inverse,
+                                            run->scales, run->zero_points, job.grid,
+                                            storage.data() + run->begin / 2);
+          sink.skip_to(end);
+          u += n - 1;
+          continue;
+        }
+        sink.emit(run->begin, end, [&](std::int64_t b, std::int64_t e, std::int8_t* dst) {
+          job.quantize_run(*run, b, e, dst);
+        });
         u += n - 1;
         continue;
       }

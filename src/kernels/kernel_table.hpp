@@ -124,6 +124,12 @@ using MinMaxGroupsFn = void (*)(const void* x, std::int64_t groups, std::int64_t
 using QuantizeGroupsFn = void (*)(const void* x, std::int64_t groups, std::int64_t group_size,
                                   const float* inv_scale, const float* scale,
                                   const std::int32_t* zero_point, Grid grid, std::int8_t* codes);
+// The codes of QuantizeGroupsFn on a grid of at most 4 bits, packed two per byte as a 4-bit
+// PackFn packs them; group_size even (every group starts on a byte boundary).
+using QuantizeGroupsPackedFn = void (*)(const void* x, std::int64_t groups, std::int64_t group_size,
+                                        const float* inv_scale, const float* scale,
+                                        const std::int32_t* zero_point, Grid grid,
+                                        std::uint8_t* packed);
 // For g < groups: (inverse[g], scales[g], zero_points[g]) = group_affine(mins[g], maxs[g], rule)
 // (qparams_spec.hpp), the ranges as MinMaxGroupsFn reports them.
 using GroupQParamsFn = void (*)(const float* mins, const float* maxs, std::int64_t groups,
@@ -169,6 +175,7 @@ struct KernelTable {
   MinMaxGroupsFn minmax_groups[float_type_count];      // fused per-group quantize: ranges
   GroupQParamsFn group_qparams;                        // their parameters
   QuantizeGroupsFn quantize_groups[float_type_count];  // and codes, many groups per call
+  QuantizeGroupsPackedFn quantize_groups_int4[float_type_count];  // or 4-bit codes, packed
   RequantizeFn requantize;
   RequantizeFn requantize_streaming;  // the same bits, stored as quantize_streaming
   RequantizeVecFn requantize_vec;
@@ -189,6 +196,15 @@ struct KernelTable {
   GgmlQuantizeRowFn ggml_quantize[ggml_kernel_count];  // ggml_blocks.hpp, indexed by GgmlKernel
   GgmlDequantizeFn ggml_dequantize[ggml_kernel_count];
 };
+
+/// QuantizeGroupsPackedFn from a QuantizeFn at width b8 and a 4-bit PackFn, through an L1
+/// scratch: the reference tier's entry, and the other tiers' path for the group sizes their fused
+/// loop does not take. `element_bytes`: the size of one input element.
+void quantize_groups_through_scratch(QuantizeFn quantize, PackFn pack4, std::int64_t element_bytes,
+                                     const void* x, std::int64_t groups, std::int64_t group_size,
+                                     const float* inv_scale, const float* scale,
+                                     const std::int32_t* zero_point, Grid grid,
+                                     std::uint8_t* packed);
 
 /// The tables each variant defines (src/kernels/<tier>/table.cpp): reference, avx2_base,
 /// avx_vnni, avx512_bw, avx512_vnni. The x86 ones may only be used when the CPU supports them.

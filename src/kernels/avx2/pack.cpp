@@ -12,19 +12,11 @@ inline __m256i load32(const std::int8_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
 
-// Two codes per byte: fold the high code of each 16-bit lane onto the low one,
-// then keep the low byte of every lane.
+// Two codes per byte (fold_nibbles).
 void pack4__avx2(const std::int8_t* codes, std::int64_t n, std::uint8_t* packed) {
-  const __m256i nibble = _mm256_set1_epi8(0x0f);
-  const __m256i low_byte = _mm256_set1_epi16(0x00ff);
   std::int64_t k = 0;
-  for (; k + codes_per_step <= n; k += codes_per_step) {
-    const __m256i c = _mm256_and_si256(load32(codes + k), nibble);
-    const __m256i folded = _mm256_and_si256(_mm256_or_si256(c, _mm256_srli_epi16(c, 4)), low_byte);
-    const __m128i bytes =
-        _mm_packus_epi16(_mm256_castsi256_si128(folded), _mm256_extracti128_si256(folded, 1));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(packed + k / 2), bytes);
-  }
+  for (; k + codes_per_step <= n; k += codes_per_step)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(packed + k / 2), fold_nibbles(load32(codes + k)));
   if (k < n) reference_table().pack4(codes + k, n - k, packed + k / 2);
 }
 

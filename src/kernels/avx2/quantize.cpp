@@ -45,9 +45,9 @@ inline __m256i wide_codes(__m256 x, const Lanes& p, Grid grid) {
 // 0x80000000 saturates to 0x8000 and keeps exactly the zero point in its low byte), the low
 // bytes packed and one dword permute restoring the order. Stream: stored non-temporally (codes + k
 // 32-byte aligned), as in saturating_codes32.
-template <FloatType T, bool Stream = false>
-inline void codes32(const void* x, std::int64_t k, __m256 inv, __m256 lo, __m256 hi, __m256i zero16,
-                    std::int8_t* codes) {
+template <FloatType T>
+inline __m256i clamped_bytes32(const void* x, std::int64_t k, __m256 inv, __m256 lo, __m256 hi,
+                               __m256i zero16) {
   const auto steps = [&](std::int64_t at) {
     const __m256 y = _mm256_mul_ps(load8<T>(x, at), inv);
     return _mm256_cvtps_epi32(_mm256_min_ps(hi, _mm256_max_ps(lo, y)));
@@ -58,8 +58,13 @@ inline void codes32(const void* x, std::int64_t k, __m256 inv, __m256 lo, __m256
   const __m256i c01 = _mm256_and_si256(_mm256_add_epi16(w01, zero16), low_byte);
   const __m256i c23 = _mm256_and_si256(_mm256_add_epi16(w23, zero16), low_byte);
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-  store_bytes32<Stream>(codes + k,
-                        _mm256_permutevar8x32_epi32(_mm256_packus_epi16(c01, c23), order));
+  return _mm256_permutevar8x32_epi32(_mm256_packus_epi16(c01, c23), order);
+}
+
+template <FloatType T, bool Stream = false>
+inline void codes32(const void* x, std::int64_t k, __m256 inv, __m256 lo, __m256 hi, __m256i zero16,
+                    std::int8_t* codes) {
+  store_bytes32<Stream>(codes + k, clamped_bytes32<T>(x, k, inv, lo, hi, zero16));
 }
 
 // An 8-bit grid for saturating_codes32: the zero point and the grid's ends in int16 lanes.
@@ -81,9 +86,9 @@ inline ByteGrid byte_grid(std::int32_t zero_point, Grid grid) {
 // A NaN or |x * inv| >= 2^31 (0x80000000 from the conversion) or a step <= -32768 packs to
 // -32768; `lowest` keeps the smallest packed step for the caller to redo such codes. Stream: the
 // codes stored non-temporally (codes + k 32-byte aligned).
-template <FloatType T, bool Signed, bool Clamp, bool Stream = false>
-inline void saturating_codes32(const void* x, std::int64_t k, __m256 inv, const ByteGrid& g,
-                               __m256i& lowest, std::int8_t* codes) {
+template <FloatType T, bool Signed, bool Clamp>
+inline __m256i saturating_bytes32(const void* x, std::int64_t k, __m256 inv, const ByteGrid& g,
+                                  __m256i& lowest) {
   const auto steps = [&](std::int64_t at) {
     return _mm256_cvtps_epi32(_mm256_mul_ps(load8<T>(x, at), inv));
   };
@@ -97,7 +102,13 @@ inline void saturating_codes32(const void* x, std::int64_t k, __m256 inv, const 
   }
   const __m256i bytes = Signed ? _mm256_packs_epi16(c01, c23) : _mm256_packus_epi16(c01, c23);
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-  store_bytes32<Stream>(codes + k, _mm256_permutevar8x32_epi32(bytes, order));
+  return _mm256_permutevar8x32_epi32(bytes, order);
+}
+
+template <FloatType T, bool Signed, bool Clamp, bool Stream = false>
+inline void saturating_codes32(const void* x, std::int64_t k, __m256 inv, const ByteGrid& g,
+                               __m256i& lowest, std::int8_t* codes) {
+  store_bytes32<Stream>(codes + k, saturating_bytes32<T, Signed, Clamp>(x, k, inv, g, lowest));
 }
 
 // Elements per block of saturating_blocks: 8 rounds of 32.
@@ -373,13 +384,27 @@ void dequantize_vec__avx2(const void* codes, std::int64_t n, const float* scale,
       out + k);
 }
 
-// Groups of `size` (V * 32 elements, or group_size when V is 0) through codes32, the grid's
-// bounds minus the zero point converted once per change of zero point (once per call for
+// Where the per-group loops put the 32 codes (bytes, in order) of element k of the call: as
+// bytes, or as 4-bit fields two per byte (fold_nibbles; k is a multiple of 32).
+struct ByteCodes {
+  std::int8_t* codes;
+  void put(std::int64_t k, __m256i bytes) const {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + k), bytes);
+  }
+};
+struct NibbleCodes {
+  std::uint8_t* packed;
+  void put(std::int64_t k, __m256i bytes) const {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(packed + k / 2), fold_nibbles(bytes));
+  }
+};
+
+// Groups of `size` (V * 32 elements, or group_size when V is 0) through clamped_bytes32, the
+// grid's bounds minus the zero point converted once per change of zero point (once per call for
 // symmetric schemes).
-template <FloatType T, int V>
+template <FloatType T, int V, class Out>
 void group_codes(const void* x, std::int64_t groups, std::int64_t group_size,
-                 const float* inv_scale, const std::int32_t* zero_point, Grid grid,
-                 std::int8_t* codes) {
+                 const float* inv_scale, const std::int32_t* zero_point, Grid grid, Out out) {
   const std::int64_t size = V > 0 ? V * 4 * lanes : group_size;
   std::int32_t z = zero_point[0];
   __m256 lo = _mm256_set1_ps(static_cast<float>(grid.quant_min - z));
@@ -394,17 +419,17 @@ void group_codes(const void* x, std::int64_t groups, std::int64_t group_size,
     }
     const __m256 inv = _mm256_set1_ps(inv_scale[g]);
     for (std::int64_t k = g * size; k < (g + 1) * size; k += 4 * lanes)
-      codes32<T>(x, k, inv, lo, hi, zero16, codes);
+      out.put(k, clamped_bytes32<T>(x, k, inv, lo, hi, zero16));
   }
 }
 
-// group_codes on saturating_codes32 (no float clamp); when a packed step reached -32768 (NaN,
+// group_codes on saturating_bytes32 (no float clamp); when a packed step reached -32768 (NaN,
 // huge values) the whole call is redone by group_codes. Prefetches the input after the call's
 // groups (a hint: never faults).
-template <FloatType T, int V, bool Signed, bool Clamp>
+template <FloatType T, int V, bool Signed, bool Clamp, class Out>
 void saturating_group_codes(const void* x, std::int64_t groups, std::int64_t group_size,
                             const float* inv_scale, const std::int32_t* zero_point, Grid grid,
-                            std::int8_t* codes) {
+                            Out out) {
   const std::int64_t size = V > 0 ? V * 4 * lanes : group_size;
   ByteGrid bytes = byte_grid(zero_point[0], grid);
   __m256i lowest = _mm256_set1_epi16(32767);
@@ -418,30 +443,47 @@ void saturating_group_codes(const void* x, std::int64_t groups, std::int64_t gro
     for (std::int64_t b = 0; b < size * (T == FloatType::f32 ? 4 : 2); b += 64)
       _mm_prefetch(ahead + b, _MM_HINT_T2);
     for (std::int64_t k = g * size; k < (g + 1) * size; k += 4 * lanes)
-      saturating_codes32<T, Signed, Clamp>(x, k, inv, bytes, lowest, codes);
+      out.put(k, saturating_bytes32<T, Signed, Clamp>(x, k, inv, bytes, lowest));
   }
   if (_mm256_movemask_epi8(_mm256_cmpeq_epi16(lowest, _mm256_set1_epi16(-32768))) != 0)
-    group_codes<T, V>(x, groups, group_size, inv_scale, zero_point, grid, codes);
+    group_codes<T, V>(x, groups, group_size, inv_scale, zero_point, grid, out);
 }
 
-template <FloatType T, int V>
+template <FloatType T, int V, class Out>
 void group_codes_for_grid(const void* x, std::int64_t groups, std::int64_t group_size,
                           const float* inv_scale, const std::int32_t* zero_point, Grid grid,
-                          std::int8_t* codes) {
+                          Out out) {
   if (grid.quant_min < 0) {
     if (grid.quant_min == -128 && grid.quant_max == 127) {
       saturating_group_codes<T, V, true, false>(x, groups, group_size, inv_scale, zero_point, grid,
-                                                codes);
+                                                out);
     } else {
       saturating_group_codes<T, V, true, true>(x, groups, group_size, inv_scale, zero_point, grid,
-                                               codes);
+                                               out);
     }
   } else if (grid.quant_min == 0 && grid.quant_max == 255) {
     saturating_group_codes<T, V, false, false>(x, groups, group_size, inv_scale, zero_point, grid,
-                                               codes);
+                                               out);
   } else {
     saturating_group_codes<T, V, false, true>(x, groups, group_size, inv_scale, zero_point, grid,
-                                              codes);
+                                              out);
+  }
+}
+
+// group_codes_for_grid unrolled for the common group sizes 32, 64 and 128; group_size a multiple
+// of 32.
+template <FloatType T, class Out>
+void group_codes_by_size(const void* x, std::int64_t groups, std::int64_t group_size,
+                         const float* inv_scale, const std::int32_t* zero_point, Grid grid,
+                         Out out) {
+  if (group_size == 32) {
+    group_codes_for_grid<T, 1>(x, groups, group_size, inv_scale, zero_point, grid, out);
+  } else if (group_size == 64) {
+    group_codes_for_grid<T, 2>(x, groups, group_size, inv_scale, zero_point, grid, out);
+  } else if (group_size == 128) {
+    group_codes_for_grid<T, 4>(x, groups, group_size, inv_scale, zero_point, grid, out);
+  } else {
+    group_codes_for_grid<T, 0>(x, groups, group_size, inv_scale, zero_point, grid, out);
   }
 }
 
@@ -453,15 +495,7 @@ void quantize_groups__avx2(const void* x, std::int64_t groups, std::int64_t grou
                            const float* inv_scale, const float* scale,
                            const std::int32_t* zero_point, Grid grid, std::int8_t* codes) {
   if (groups > 0 && group_size % (4 * lanes) == 0) {
-    if (group_size == 32) {
-      group_codes_for_grid<T, 1>(x, groups, group_size, inv_scale, zero_point, grid, codes);
-    } else if (group_size == 64) {
-      group_codes_for_grid<T, 2>(x, groups, group_size, inv_scale, zero_point, grid, codes);
-    } else if (group_size == 128) {
-      group_codes_for_grid<T, 4>(x, groups, group_size, inv_scale, zero_point, grid, codes);
-    } else {
-      group_codes_for_grid<T, 0>(x, groups, group_size, inv_scale, zero_point, grid, codes);
-    }
+    group_codes_by_size<T>(x, groups, group_size, inv_scale, zero_point, grid, ByteCodes{codes});
     return;
   }
   for (std::int64_t g = 0; g < groups; ++g) {
@@ -475,6 +509,21 @@ void quantize_groups__avx2(const void* x, std::int64_t groups, std::int64_t grou
     }
     codes += group_size;
   }
+}
+
+// quantize_groups__avx2 with the codes packed two per byte as they are made (no 8-bit pass in
+// between); group sizes that are not a multiple of 32 go through a scratch, a group at a time.
+template <FloatType T>
+void quantize_groups_int4__avx2(const void* x, std::int64_t groups, std::int64_t group_size,
+                                const float* inv_scale, const float* scale,
+                                const std::int32_t* zero_point, Grid grid, std::uint8_t* packed) {
+  if (groups > 0 && group_size % (4 * lanes) == 0) {
+    group_codes_by_size<T>(x, groups, group_size, inv_scale, zero_point, grid, NibbleCodes{packed});
+    return;
+  }
+  quantize_groups_through_scratch(quantize__avx2<T, CodeWidth::b8>, avx2_table().pack4,
+                                  input_element_bytes<T>, x, groups, group_size, inv_scale, scale,
+                                  zero_point, grid, packed);
 }
 
 // Zero points of 8 affine groups: clamp(qmin - nearbyint(min_neg / scale), qmin, qmax), the
@@ -548,6 +597,7 @@ void fill_for_input(KernelTable& table) {
   table.quantize_vec[t][1] = quantize_vec__avx2<T, CodeWidth::b16>;
   table.quantize_vec[t][2] = quantize_vec__avx2<T, CodeWidth::b32>;
   table.quantize_groups[t] = quantize_groups__avx2<T>;
+  table.quantize_groups_int4[t] = quantize_groups_int4__avx2<T>;
   table.fake_quantize[t][0] = fake_quantize__avx2<T>;
   table.fake_quantize_streaming[t][0] = fake_quantize_streaming__avx2<T>;
   table.fake_quantize_vec[t][0] = fake_quantize_vec__avx2<T>;

@@ -24,6 +24,7 @@ const KernelTable& avx512_table() {
     for (int f = 0; f < float_type_count; ++f) {
       t.minmax_groups[f] = avx2_table().minmax_groups[f];
       t.quantize_groups[f] = avx2_table().quantize_groups[f];
+      t.quantize_groups_int4[f] = avx2_table().quantize_groups_int4[f];
     }
     t.group_qparams = avx2_table().group_qparams;
     // The AVX2 requantize (int16 saturation instead of a double clamp) runs 2.3x the AVX-512

@@ -1,6 +1,7 @@
 // Reference (scalar) quantize / dequantize / fake_quantize kernels: the specification.
 #include "kernels/reference/kernels.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/affine_spec.hpp"
@@ -104,6 +105,16 @@ void quantize_groups__reference(const void* x, std::int64_t groups, std::int64_t
   }
 }
 
+template <FloatType T>
+void quantize_groups_int4__reference(const void* x, std::int64_t groups, std::int64_t group_size,
+                                     const float* inv_scale, const float* scale,
+                                     const std::int32_t* zero_point, Grid grid,
+                                     std::uint8_t* packed) {
+  quantize_groups_through_scratch(quantize__reference<T, CodeWidth::b8>, reference_table().pack4,
+                                  input_element_bytes<T>, x, groups, group_size, inv_scale, scale,
+                                  zero_point, grid, packed);
+}
+
 void group_qparams(const float* mins, const float* maxs, std::int64_t groups, const RangeRule& rule,
                    float* inverse, float* scales, std::int32_t* zero_points) {
   for (std::int64_t g = 0; g < groups; ++g) {
@@ -125,6 +136,7 @@ void fill_for_input(KernelTable& table) {
   table.quantize_vec[t][1] = quantize_vec__reference<T, CodeWidth::b16>;
   table.quantize_vec[t][2] = quantize_vec__reference<T, CodeWidth::b32>;
   table.quantize_groups[t] = quantize_groups__reference<T>;
+  table.quantize_groups_int4[t] = quantize_groups_int4__reference<T>;
   table.fake_quantize[t][0] = table.fake_quantize[t][1] = fake_quantize__reference<T>;
   table.fake_quantize_streaming[t][0] = table.fake_quantize_streaming[t][1] =
       fake_quantize__reference<T>;  // plain stores
@@ -153,3 +165,26 @@ void fill_quantize_kernels(KernelTable& table) {
 }
 
 }  // namespace lucid::quantization::kernels::reference
+
+namespace lucid::quantization::kernels {
+
+void quantize_groups_through_scratch(QuantizeFn quantize, PackFn pack4, std::int64_t element_bytes,
+                                     const void* x, std::int64_t groups, std::int64_t group_size,
+                                     const float* inv_scale, const float* scale,
+                                     const std::int32_t* zero_point, Grid grid,
+                                     std::uint8_t* packed) {
+  constexpr std::int64_t piece = 1024;  // even: every piece of a group starts on a byte
+  std::int8_t scratch[piece];
+  const auto* input = static_cast<const unsigned char*>(x);
+  for (std::int64_t g = 0; g < groups; ++g) {
+    const Affine p{inv_scale[g], scale[g], zero_point[g]};
+    for (std::int64_t begin = 0; begin < group_size; begin += piece) {
+      const std::int64_t n = std::min(piece, group_size - begin);
+      const std::int64_t k = g * group_size + begin;
+      quantize(input + k * element_bytes, n, p, grid, scratch);
+      pack4(scratch, n, packed + k / 2);
+    }
+  }
+}
+
+}  // namespace lucid::quantization::kernels
