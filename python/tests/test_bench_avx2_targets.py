@@ -93,3 +93,18 @@ def test_a_stream_copy_much_slower_than_bench_gemms_is_pointed_out():
     quant = quantize_results()
     quant[("memcpy", "256M", 1)] = (0, 28e9)
     assert "non-temporal" not in avx2_targets.render(gemm_results(), quant, {"cpu_model": "X"})
+
+
+def test_quantize_rows_are_the_median_over_processes():
+    slow, fast, middle = quantize_results(), quantize_results(), quantize_results()
+    slow[("quantize_per_group_int4", "256M", 1)] = (1.0, 5e9)
+    fast[("quantize_per_group_int4", "256M", 1)] = (3.0, 9e9)
+    middle[("quantize_per_group_int4", "256M", 1)] = (2.0, 7e9)
+    del middle[("memcpy", "256M", 1)]  # a key one process lacks: the median of the others
+    fast[("memcpy", "256M", 1)] = (0, 14e9)
+    quant = avx2_targets.median_over_runs([slow, fast, middle])
+    assert quant[("quantize_per_group_int4", "256M", 1)] == (2.0, 7e9)
+    assert quant[("memcpy", "256M", 1)] == (0, 12e9)
+    report = avx2_targets.render(gemm_results(), quant, {"cpu_model": "X", "quantize_runs": 3})
+    assert "the median of 3 bench_quantize processes" in report
+    assert "processes" not in avx2_targets.render(gemm_results(), quant, {"cpu_model": "X"})
