@@ -388,9 +388,7 @@ void dequantize_vec__avx2(const void* codes, std::int64_t n, const float* scale,
 // bytes, or as 4-bit fields two per byte (fold_nibbles; k is a multiple of 32).
 struct ByteCodes {
   std::int8_t* codes;
-  void put(std::int64_t k, __m256i bytes) const {
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(codes + k), bytes);
-  }
+  void put(std::int64_t k, __m256i bytes) const { store_bytes32<false>(codes + k, bytes); }
 };
 struct NibbleCodes {
   std::uint8_t* packed;
@@ -488,8 +486,7 @@ void group_codes_by_size(const void* x, std::int64_t groups, std::int64_t group_
 }
 
 // Groups of a multiple of 32 elements go through group_codes_for_grid (unrolled for 32, 64 and
-// 128); other sizes go group by group through the same code as quantize__avx2. The grid fits 8
-// bits.
+// 128); other sizes go group by group through quantize__avx2. The grid fits 8 bits.
 template <FloatType T>
 void quantize_groups__avx2(const void* x, std::int64_t groups, std::int64_t group_size,
                            const float* inv_scale, const float* scale,
@@ -499,15 +496,9 @@ void quantize_groups__avx2(const void* x, std::int64_t groups, std::int64_t grou
     return;
   }
   for (std::int64_t g = 0; g < groups; ++g) {
-    const void* xg = input_at<T>(x, g * group_size);
-    const Affine p{inv_scale[g], scale[g], zero_point[g]};
-    const std::int64_t done =
-        quantize_lanes<T, CodeWidth::b8>(xg, group_size, Uniform(p, grid), grid, codes);
-    if (done < group_size) {
-      reference_table().quantize[static_cast<int>(T)][0](input_at<T>(xg, done), group_size - done,
-                                                         p, grid, codes + done);
-    }
-    codes += group_size;
+    quantize__avx2<T, CodeWidth::b8>(input_at<T>(x, g * group_size), group_size,
+                                     Affine{inv_scale[g], scale[g], zero_point[g]}, grid,
+                                     codes + g * group_size);
   }
 }
 
