@@ -129,7 +129,8 @@ Guarded make_ordinary_input(K::FloatType type, std::int64_t n, std::mt19937_64& 
 std::vector<K::Grid> grids_for(K::CodeWidth width) {
   switch (width) {
     case K::CodeWidth::b8:
-      return {{-128, 127}, {0, 255}, {-127, 127}, {-8, 7}, {0, 15}, {-2, 1}, {0, 3}, {-100, 27}};
+      return {{-128, 127}, {0, 255}, {-127, 127}, {-8, 7}, {0, 15},
+              {-2, 1},     {0, 3},   {-100, 27},  {3, 200}};
     case K::CodeWidth::b16:
       return {{-32768, 32767}, {0, 65535}, {-1000, 1000}};
     default:

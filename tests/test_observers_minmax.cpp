@@ -50,7 +50,7 @@ TEST(MinMaxObserver, SymmetricSignedGrid) {
   const std::vector<float> x{-2.54f, 1.0f};
   obs.observe(view_of(x));
   const Q::QParams q = obs.calculate_qparams();
-  EXPECT_EQ(q.zero_point, std::vector<std::int32_t>{0});
+  EXPECT_EQ(q.zero_point, Q::ParamArray<std::int32_t>{0});
   EXPECT_FLOAT_EQ(q.scale[0], 2.54f / 127.5f);
 }
 

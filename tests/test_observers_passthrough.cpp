@@ -16,8 +16,8 @@ TEST(FixedQParamsObserver, AlwaysTheSameQParams) {
   obs.observe(view_of(x));
   EXPECT_EQ(obs.count(), 0);
   const Q::QParams q = obs.calculate_qparams();
-  EXPECT_EQ(q.scale, std::vector<float>{1.0f / 256.0f});
-  EXPECT_EQ(q.zero_point, std::vector<std::int32_t>{0});
+  EXPECT_EQ(q.scale, Q::ParamArray<float>{1.0f / 256.0f});
+  EXPECT_EQ(q.zero_point, Q::ParamArray<std::int32_t>{0});
   EXPECT_EQ(q.qdtype, Q::quint8);
   obs.merge(Q::FixedQParamsObserver(1.0f / 256.0f, 0));
   EXPECT_ERROR_CONTAINS(obs.merge(Q::FixedQParamsObserver(2.0f / 256.0f, 128)), "other qparams");

@@ -1,8 +1,10 @@
 // Tests for QParams, calculate_qparams, observe_range and choose_qparams.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
+#include <cstdint>
 
 #include "lucid/quantization/qparams.hpp"
 #include "test_support.hpp"
@@ -91,7 +93,7 @@ TEST(CalculateQParams, PerChannelVectors) {
   EXPECT_EQ(q.scale[1], 2.0f / 127.5f);
   EXPECT_EQ(q.scale[2], 4.0f / 127.5f);
   EXPECT_EQ(q.ch_axis, 1);
-  EXPECT_EQ(q.zero_point, (std::vector<std::int32_t>{0, 0, 0}));
+  EXPECT_EQ(q.zero_point, (Q::ParamArray<std::int32_t>{0, 0, 0}));
   const float nan_max[] = {1.0f, NAN, 0.0f};
   EXPECT_ERROR_CONTAINS(Q::calculate_qparams(mins, nan_max, Q::per_channel_affine, Q::qint8),
                         "channel 1: max = nan");
@@ -175,4 +177,39 @@ TEST(ChooseQParams, EmptyAndConstantTensors) {
 TEST(Describe, NamesSchemeDtypeAndGranularity) {
   const Q::QParams pg = Q::QParams::per_group({1, 1}, {0, 0}, 1, 32, Q::qint4);
   EXPECT_EQ(Q::describe(pg), "per_channel_symmetric qint4 ch_axis=1 group_size=32");
+}
+
+// QParams' arrays: small ones from the heap, 4 MiB and more in huge-page mappings that a later
+// array of the same length reuses; values, copies and growth behave as std::vector's.
+TEST(ParamArray, LargeArraysAreHugePageMappingsReusedByTheNextOne) {
+  Q::release_cached_buffers();
+  Q::ParamArray<std::int32_t> small(1000, 7);
+  EXPECT_EQ(std::count(small.begin(), small.end(), 7), 1000);
+  small.push_back(-3);
+  EXPECT_EQ(small.back(), -3);
+
+  const std::size_t count = std::size_t{3} << 20;  // 12 MiB of floats
+  const float* first_data = nullptr;
+  {
+    Q::ParamArray<float> large(count, 1.5f);
+    first_data = large.data();
+#if defined(__linux__)
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(large.data()) % (std::uintptr_t{2} << 20), 0u)
+        << "a large array starts on a 2 MiB boundary";
+#endif
+    large[count - 1] = -2.0f;
+    const Q::ParamArray<float> copy = large;  // deep
+    EXPECT_NE(copy.data(), large.data());
+    EXPECT_EQ(copy, large);
+    large.push_back(4.0f);  // grows into a new array, the old one kept for reuse
+    EXPECT_EQ(large[count - 1], -2.0f);
+    EXPECT_EQ(large[count], 4.0f);
+    EXPECT_EQ(std::count(large.begin(), large.end() - 2, 1.5f), static_cast<long>(count - 1));
+  }
+  Q::ParamArray<float> next(count, 0.25f);
+#if defined(__linux__)
+  EXPECT_EQ(next.data(), first_data) << "the freed mapping of the same length is reused";
+#endif
+  EXPECT_EQ(std::count(next.begin(), next.end(), 0.25f), static_cast<long>(count));
+  Q::release_cached_buffers();
 }

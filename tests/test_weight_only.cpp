@@ -98,8 +98,8 @@ TEST(WeightOnlyPacking, MatchesCoreQuantization) {
           const Q::QuantizedTensor core = g == 0 ? Q::quantize(view, scheme, qd, 0, 0)
                                                  : Q::quantize_per_group(view, scheme, qd, 1, g);
           EXPECT_EQ(packed.codes(), core.int_repr());
-          EXPECT_EQ(packed.scales(), core.qparams().scale);
-          EXPECT_EQ(packed.zero_points(), core.qparams().zero_point);
+          EXPECT_TRUE(std::ranges::equal(packed.scales(), core.qparams().scale));
+          EXPECT_TRUE(std::ranges::equal(packed.zero_points(), core.qparams().zero_point));
           // and back: to_quantized() then from_quantized() reproduces everything.
           const Q::QuantizedTensor back = packed.to_quantized();
           EXPECT_EQ(back.int_repr(), core.int_repr());
@@ -149,7 +149,7 @@ TEST(WeightOnlyPacking, FromQuantizedSignedAffine) {
   const auto packed = Q::PackedWeightsLowBit::from_quantized(core);
   EXPECT_FALSE(packed.format().symmetric);
   EXPECT_EQ(packed.codes(), core.int_repr());
-  EXPECT_EQ(packed.zero_points(), core.qparams().zero_point);
+  EXPECT_TRUE(std::ranges::equal(packed.zero_points(), core.qparams().zero_point));
   const Q::QuantizedTensor back = packed.to_quantized();
   EXPECT_EQ(back.qdtype(), Q::qint4);
   EXPECT_EQ(back.qparams().zero_point, core.qparams().zero_point);

@@ -1,4 +1,5 @@
 // Bindings of QParams, calculate_qparams, observe_range / RangeStats and choose_qparams.
+#include <span>
 #include <sstream>
 
 #include "common.hpp"
@@ -25,16 +26,16 @@ std::int32_t one_int32(py::handle x, const char* what) {
 }
 
 // zero_point=None: the pinned code for symmetric schemes, 0 for affine, one per scale.
-std::vector<std::int32_t> zero_points_or_default(py::handle zero_point, Q::QScheme qscheme,
-                                                 const Q::QDtype& qdtype, std::size_t count,
-                                                 const char* what) {
+std::vector<std::int32_t> int32_vector_or_default(py::handle zero_point, Q::QScheme qscheme,
+                                                  const Q::QDtype& qdtype, std::size_t count,
+                                                  const char* what) {
   if (!zero_point.is_none()) return int32_vector(zero_point, what);
   const auto z = Q::is_symmetric(qscheme) ? qdtype.symmetric_zero_point() : 0;
   return std::vector<std::int32_t>(count, static_cast<std::int32_t>(z));
 }
 
 template <class T>
-std::string list_text(const std::vector<T>& values) {
+std::string list_text(std::span<const T> values) {
   std::string text = "[";
   const std::size_t shown = std::min<std::size_t>(values.size(), 8);
   for (std::size_t i = 0; i < shown; ++i) {
@@ -47,7 +48,8 @@ std::string list_text(const std::vector<T>& values) {
 
 std::string qparams_repr(const Q::QParams& q) {
   std::string text = "QParams(qscheme=" + Q::to_string(q.qscheme) + ", qdtype=" + q.qdtype.name() +
-                     ", scale=" + list_text(q.scale) + ", zero_point=" + list_text(q.zero_point);
+                     ", scale=" + list_text<float>(q.scale) +
+                     ", zero_point=" + list_text<std::int32_t>(q.zero_point);
   if (Q::is_per_channel(q.qscheme)) text += ", ch_axis=" + std::to_string(q.ch_axis);
   if (q.group_size != 0) text += ", group_size=" + std::to_string(q.group_size);
   return text + ")";
@@ -81,9 +83,9 @@ QParams(qscheme=per_tensor_affine, qdtype=qint8, scale=[3.5], zero_point=[-70])
             Q::QParams q;
             q.qscheme = qscheme;
             q.qdtype = qdtype;
-            q.scale = float_vector(scale, "QParams: scale");
-            q.zero_point = zero_points_or_default(zero_point, qscheme, qdtype, q.scale.size(),
-                                                  "QParams: zero_point");
+            q.scale = param_array(float_vector(scale, "QParams: scale"));
+            q.zero_point = param_array(int32_vector_or_default(
+                zero_point, qscheme, qdtype, q.scale.size(), "QParams: zero_point"));
             q.ch_axis = ch_axis;
             q.group_size = group_size;
             q.validate();
@@ -110,8 +112,8 @@ QParams(qscheme=per_tensor_affine, qdtype=qint8, scale=[3.5], zero_point=[-70])
       [](py::handle scale, py::handle zero_point, int ch_axis, Q::QDtype qdtype,
          Q::QScheme qscheme) {
         std::vector<float> s = float_vector(scale, "QParams.per_channel: scale");
-        std::vector<std::int32_t> z = zero_points_or_default(zero_point, qscheme, qdtype, s.size(),
-                                                             "QParams.per_channel: zero_point");
+        std::vector<std::int32_t> z = int32_vector_or_default(zero_point, qscheme, qdtype, s.size(),
+                                                              "QParams.per_channel: zero_point");
         return Q::QParams::per_channel(std::move(s), std::move(z), ch_axis, qdtype, qscheme);
       },
       py::arg("scale"), py::arg("zero_point"), py::arg("ch_axis"), py::arg("qdtype"),
@@ -122,8 +124,8 @@ QParams(qscheme=per_tensor_affine, qdtype=qint8, scale=[3.5], zero_point=[-70])
       [](py::handle scale, py::handle zero_point, int ch_axis, std::int64_t group_size,
          Q::QDtype qdtype, Q::QScheme qscheme) {
         std::vector<float> s = float_vector(scale, "QParams.per_group: scale");
-        std::vector<std::int32_t> z = zero_points_or_default(zero_point, qscheme, qdtype, s.size(),
-                                                             "QParams.per_group: zero_point");
+        std::vector<std::int32_t> z = int32_vector_or_default(zero_point, qscheme, qdtype, s.size(),
+                                                              "QParams.per_group: zero_point");
         return Q::QParams::per_group(std::move(s), std::move(z), ch_axis, group_size, qdtype,
                                      qscheme);
       },
@@ -135,10 +137,12 @@ QParams(qscheme=per_tensor_affine, qdtype=qint8, scale=[3.5], zero_point=[-70])
   cls.def_readwrite("qdtype", &Q::QParams::qdtype);
   cls.def_property(
       "scale", [](const Q::QParams& q) { return vector_to_numpy(q.scale); },
-      [](Q::QParams& q, py::handle v) { q.scale = float_vector(v, "QParams.scale"); });
+      [](Q::QParams& q, py::handle v) { q.scale = param_array(float_vector(v, "QParams.scale")); });
   cls.def_property(
       "zero_point", [](const Q::QParams& q) { return vector_to_numpy(q.zero_point); },
-      [](Q::QParams& q, py::handle v) { q.zero_point = int32_vector(v, "QParams.zero_point"); });
+      [](Q::QParams& q, py::handle v) {
+        q.zero_point = param_array(int32_vector(v, "QParams.zero_point"));
+      });
   cls.def_readwrite("ch_axis", &Q::QParams::ch_axis);
   cls.def_readwrite("group_size", &Q::QParams::group_size);
   cls.def_property_readonly("is_per_group", &Q::QParams::is_per_group,
@@ -189,8 +193,8 @@ QParams(qscheme=per_tensor_affine, qdtype=qint8, scale=[3.5], zero_point=[-70])
         Q::QParams q;
         q.qscheme = t[0].cast<Q::QScheme>();
         q.qdtype = t[1].cast<Q::QDtype>();
-        q.scale = t[2].cast<std::vector<float>>();
-        q.zero_point = t[3].cast<std::vector<std::int32_t>>();
+        q.scale = param_array(t[2].cast<std::vector<float>>());
+        q.zero_point = param_array(t[3].cast<std::vector<std::int32_t>>());
         q.ch_axis = t[4].cast<int>();
         q.group_size = t[5].cast<std::int64_t>();
         q.validate();
@@ -245,7 +249,7 @@ min > max, a bad eps, or a scheme that does not match the granularity.
       .def_property_readonly("max", [](const Q::RangeStats& r) { return vector_to_numpy(r.max); })
       .def_readonly("nonfinite_count", &Q::RangeStats::nonfinite_count)
       .def("__repr__", [](const Q::RangeStats& r) {
-        return "RangeStats(min=" + list_text(r.min) + ", max=" + list_text(r.max) +
+        return "RangeStats(min=" + list_text<float>(r.min) + ", max=" + list_text<float>(r.max) +
                ", nonfinite_count=" + std::to_string(r.nonfinite_count) + ")";
       });
 

@@ -94,16 +94,21 @@ py::tuple shape_tuple(const Q::Shape& shape);
 
 /// Moves a core Tensor into a NumPy array of the matching dtype without copying.
 py::array tensor_to_numpy(Q::Tensor&& tensor);
-/// Copies a vector into a new 1-D (or `shape`d) NumPy array.
-template <class T>
-py::array_t<T> vector_to_numpy(const std::vector<T>& values, const Q::Shape& shape) {
+/// Copies a vector (a std::vector or a QParams array) into a new 1-D (or `shape`d) NumPy array.
+template <class T, class Allocator>
+py::array_t<T> vector_to_numpy(const std::vector<T, Allocator>& values, const Q::Shape& shape) {
   py::array_t<T> out(std::vector<py::ssize_t>(shape.begin(), shape.end()));
   if (!values.empty()) std::copy(values.begin(), values.end(), out.mutable_data());
   return out;
 }
-template <class T>
-py::array_t<T> vector_to_numpy(const std::vector<T>& values) {
+template <class T, class Allocator>
+py::array_t<T> vector_to_numpy(const std::vector<T, Allocator>& values) {
   return vector_to_numpy(values, Q::Shape{static_cast<std::int64_t>(values.size())});
+}
+/// `values` as a QParams array.
+template <class T>
+Q::ParamArray<T> param_array(const std::vector<T>& values) {
+  return Q::ParamArray<T>(values.begin(), values.end());
 }
 
 /// Registration, one function per binding file.

@@ -91,19 +91,19 @@ const SafetensorsEntry& expect_stored(const SafetensorsFile& file, const std::st
   return *entry;
 }
 
-// Copies the elements of a stored tensor (possibly unaligned in the mapping).
-template <class T>
-std::vector<T> copy_elements(const SafetensorsFile& file, const SafetensorsEntry& entry) {
+// Copies the elements of a stored tensor (possibly unaligned in the mapping) into a Vector.
+template <class T, class Vector = std::vector<T>>
+Vector copy_elements(const SafetensorsFile& file, const SafetensorsEntry& entry) {
   const std::span<const std::byte> bytes = file.bytes(entry);
-  std::vector<T> out(bytes.size() / sizeof(T));
+  Vector out(bytes.size() / sizeof(T));
   if (!bytes.empty()) std::memcpy(out.data(), bytes.data(), bytes.size());
   return out;
 }
 
-std::vector<std::int32_t> read_zero_points(const SafetensorsFile& file,
-                                           const SafetensorsEntry& entry) {
+ParamArray<std::int32_t> read_zero_points(const SafetensorsFile& file,
+                                          const SafetensorsEntry& entry) {
   auto widen = [](const auto& values) {
-    return std::vector<std::int32_t>(values.begin(), values.end());
+    return ParamArray<std::int32_t>(values.begin(), values.end());
   };
   switch (entry.type) {
     case ScalarType::int8:
@@ -115,7 +115,7 @@ std::vector<std::int32_t> read_zero_points(const SafetensorsFile& file,
     case ScalarType::uint16:
       return widen(copy_elements<std::uint16_t>(file, entry));
     default:
-      return copy_elements<std::int32_t>(file, entry);
+      return copy_elements<std::int32_t, ParamArray<std::int32_t>>(file, entry);
   }
 }
 
@@ -365,7 +365,7 @@ QuantizedTensor load_quantized_tensor(const SafetensorsFile& file,
   qparams.qdtype = s.qdtype;
   qparams.ch_axis = s.axis;
   qparams.group_size = s.group_size;
-  qparams.scale = copy_elements<float>(file, scale);
+  qparams.scale = copy_elements<float, ParamArray<float>>(file, scale);
   if (const auto zp = layout.zero_point_name()) {
     qparams.zero_point =
         read_zero_points(file, expect_stored(file, *zp, layout.zero_point_type(),

@@ -40,7 +40,7 @@ void check_strict(const std::string& file, const SafetensorsEntry& entry, std::i
 
 // The zero points narrowed to the layout's zero-point dtype, as little-endian bytes.
 std::vector<std::byte> zero_point_bytes(const QuantizedTensorLayout& layout,
-                                        const std::vector<std::int32_t>& zero_points) {
+                                        std::span<const std::int32_t> zero_points) {
   const std::size_t width = element_size(layout.zero_point_type());
   std::vector<std::byte> out(zero_points.size() * width);
   for (std::size_t i = 0; i < zero_points.size(); ++i) {

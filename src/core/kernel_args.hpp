@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -80,7 +81,7 @@ inline int code_width_index(Storage storage) {
 /// tensor) is kept inline: a quantize call on a small tensor allocates nothing for it.
 class InverseScales {
  public:
-  explicit InverseScales(const std::vector<float>& scale) {
+  explicit InverseScales(std::span<const float> scale) {
     if (scale.size() == 1) {
       one_ = 1.0f / scale[0];
       return;

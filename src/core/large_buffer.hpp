@@ -4,7 +4,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <new>
-#include <vector>
 
 #if defined(__linux__)
 #include <sys/mman.h>
@@ -44,25 +43,6 @@ inline void* map_large(std::size_t size) {
   return reinterpret_cast<void*>(aligned);
 }
 
-/// Advises MADV_HUGEPAGE on the whole 2 MiB pages inside [data, data + bytes), memory that
-/// nothing has touched yet (a fresh large malloc block, such as a just-reserved std::vector's),
-/// so that its first touch takes a few huge-page faults instead of one fault per 4 KiB, and
-/// faults the range in with one call where the kernel can. Hints: the memory stays the
-/// allocator's, its contents are unchanged.
-inline void advise_huge_pages(void* data, std::size_t bytes) {
-  const auto begin = reinterpret_cast<std::uintptr_t>(data);
-  const std::uintptr_t first = (begin + huge_page - 1) & ~(huge_page - 1);
-  const std::uintptr_t last = (begin + bytes) & ~(huge_page - 1);
-  if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
-#if defined(MADV_POPULATE_WRITE)
-  // Fault the whole range in with one call (Linux >= 5.14; older kernels refuse, harmlessly).
-  const std::uintptr_t page = 4096;
-  const std::uintptr_t head = begin & ~(page - 1);
-  const std::uintptr_t tail = (begin + bytes + page - 1) & ~(page - 1);
-  madvise(reinterpret_cast<void*>(head), tail - head, MADV_POPULATE_WRITE);
-#endif
-}
-
 /// Returns a mapping of `length` bytes from map_large to the OS.
 inline void unmap_large(void* data, std::size_t length) {
   munmap(data, length);
@@ -72,23 +52,12 @@ inline constexpr bool maps_large = false;
 inline void* map_large(std::size_t) {
   throw std::bad_alloc();
 }
-inline void advise_huge_pages(void*, std::size_t) {}
 inline void unmap_large(void*, std::size_t) {}
 #endif
 
 /// Whether a buffer of `size` bytes is to be a map_large mapping.
 inline bool is_large(std::size_t size) {
   return maps_large && size >= huge_page_threshold;
-}
-
-/// Resizes an empty vector to `count` copies of `value`; a large one is advised huge pages
-/// before the fill first touches it (per-group parameters of a big tensor are megabytes, and
-/// 4 KiB faults on them cost as much as quantizing the tensor).
-template <class T>
-void fill_fresh(std::vector<T>& v, std::size_t count, T value) {
-  v.reserve(count);
-  if (is_large(count * sizeof(T))) advise_huge_pages(v.data(), count * sizeof(T));
-  v.assign(count, value);
 }
 
 }  // namespace lucid::quantization::detail

@@ -103,8 +103,8 @@ QParams QParams::per_channel(std::vector<float> scale, std::vector<std::int32_t>
   QParams q;
   q.qscheme = qscheme;
   q.qdtype = qdtype;
-  q.scale = std::move(scale);
-  q.zero_point = std::move(zero_point);
+  q.scale.assign(scale.begin(), scale.end());
+  q.zero_point.assign(zero_point.begin(), zero_point.end());
   q.ch_axis = ch_axis;
   q.validate();
   return q;

@@ -4,7 +4,6 @@
 #include <memory>
 
 #include "core/kernel_args.hpp"
-#include "core/large_buffer.hpp"
 #include "core/qparams_formula.hpp"
 #include "kernels/dispatch.hpp"
 #include "kernels/parallel.hpp"
@@ -231,8 +230,10 @@ QuantizedTensor quantize_per_group(const TensorView& x, QScheme qscheme, QDtype 
   qparams.qdtype = qdtype;
   qparams.ch_axis = ch_axis;
   qparams.group_size = group_size;
-  fill_fresh(qparams.scale, static_cast<std::size_t>(layout.slots()), 1.0f);
-  fill_fresh(qparams.zero_point, static_cast<std::size_t>(layout.slots()), std::int32_t{0});
+  // Large parameter arrays are fresh huge-page mappings (ParamArray): a few faults, not one a 4
+  // KiB.
+  qparams.scale.assign(static_cast<std::size_t>(layout.slots()), 1.0f);
+  qparams.zero_point.assign(static_cast<std::size_t>(layout.slots()), 0);
   // Every byte is written below (packed storage byte-aligned per piece, the last byte's unused
   // bits zeroed by the pack kernel): a reused mapping, no fresh page faults (tensor.hpp).
   ByteBuffer storage =

@@ -1,13 +1,12 @@
-// Tensor, TensorView, ByteBuffer (with its cache of large mappings) and shape helpers.
+// Tensor, TensorView, ByteBuffer and shape helpers.
 #include "lucid/quantization/tensor.hpp"
 
-#include <array>
 #include <cstring>
-#include <mutex>
 #include <new>
 #include <utility>
 
 #include "core/large_buffer.hpp"
+#include "core/mapping_cache.hpp"
 #include "core/widen.hpp"
 #include "lucid/quantization/error.hpp"
 
@@ -54,74 +53,10 @@ namespace {
 
 constexpr std::align_val_t buffer_alignment{64};
 
-// Freed large mappings kept for reuse (see ByteBuffer): reusing one skips the
-// page faults a fresh mapping pays, which in a VM cost several memcpys of it.
-class MappingCache {
- public:
-  static constexpr std::size_t max_entries = 2;
-  static constexpr std::size_t max_bytes = std::size_t{512} << 20;
-
-  // A cached mapping of at least `length` bytes and at most twice that, or null.
-  std::pair<void*, std::size_t> take(std::size_t length) {
-    const std::lock_guard lock(mutex_);
-    std::size_t best = count_;
-    for (std::size_t i = 0; i < count_; ++i) {
-      const std::size_t have = entries_[i].second;
-      if (have >= length && have / 2 <= length &&
-          (best == count_ || have < entries_[best].second)) {
-        best = i;
-      }
-    }
-    if (best == count_) return {nullptr, 0};
-    const auto entry = entries_[best];
-    entries_[best] = entries_[--count_];
-    bytes_ -= entry.second;
-    return entry;
-  }
-
-  // Keeps the mapping, evicting the oldest ones past the limits.
-  void put(void* data, std::size_t length) {
-    if (length > max_bytes) {
-      detail::unmap_large(data, length);
-      return;
-    }
-    const std::lock_guard lock(mutex_);
-    while (count_ == max_entries || bytes_ + length > max_bytes) {
-      detail::unmap_large(entries_[0].first, entries_[0].second);
-      bytes_ -= entries_[0].second;
-      for (std::size_t i = 1; i < count_; ++i)
-        entries_[i - 1] = entries_[i];
-      --count_;
-    }
-    entries_[count_++] = {data, length};
-    bytes_ += length;
-  }
-
-  void clear() {
-    const std::lock_guard lock(mutex_);
-    for (std::size_t i = 0; i < count_; ++i)
-      detail::unmap_large(entries_[i].first, entries_[i].second);
-    count_ = 0;
-    bytes_ = 0;
-  }
-
- private:
-  std::mutex mutex_;
-  std::array<std::pair<void*, std::size_t>, max_entries> entries_{};
-  std::size_t count_ = 0;
-  std::size_t bytes_ = 0;
-};
-
-// Never destroyed: buffers in static objects may be released after it would be.
-MappingCache& mapping_cache() {
-  static auto* cache = new MappingCache;
-  return *cache;
-}
-
 }  // namespace
 
 void release_cached_buffers() {
-  mapping_cache().clear();
+  detail::release_cached_mappings();
 }
 
 ByteBuffer ByteBuffer::uninitialized(std::size_t size) {
@@ -129,7 +64,7 @@ ByteBuffer ByteBuffer::uninitialized(std::size_t size) {
   if (size == 0) return buffer;
   if (detail::is_large(size)) {
     const std::size_t length = detail::mapped_length(size);
-    auto [data, have] = mapping_cache().take(length);
+    auto [data, have] = detail::take_cached_mapping(length, 2 * length);
     if (data == nullptr) {
       data = detail::map_large(size);
       have = length;
@@ -191,7 +126,7 @@ ByteBuffer::~ByteBuffer() {
 void ByteBuffer::release() noexcept {
   if (data_ == nullptr) return;
   if (mapped_ != 0) {
-    mapping_cache().put(data_, mapped_);
+    detail::keep_mapping(data_, mapped_);
   } else {
     ::operator delete(data_, buffer_alignment);
   }

@@ -111,7 +111,7 @@ PackedWeightsInt8 PackedWeightsInt8::from_quantized(const QuantizedTensor& weigh
   for (std::size_t i = 0; i < qp.scale.size(); ++i)
     check_scale(what, "scales[" + std::to_string(i) + "]", qp.scale[i]);
   std::vector<float> scales(static_cast<std::size_t>(n), qp.scale[0]);
-  if (per_channel) scales = qp.scale;
+  if (per_channel) scales.assign(qp.scale.begin(), qp.scale.end());
   PackedWeightsInt8 packed;
   packed.layout_ = build(codes, n, k, k, std::move(scales), per_channel, qp.qdtype);
   return packed;

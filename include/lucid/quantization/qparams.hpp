@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "lucid/quantization/param_array.hpp"
 #include "lucid/quantization/qdtype.hpp"
 #include "lucid/quantization/qscheme.hpp"
 #include "lucid/quantization/tensor.hpp"
@@ -29,8 +30,8 @@ inline constexpr float default_eps = FLT_EPSILON;
 struct QParams {
   QScheme qscheme = QScheme::PER_TENSOR_AFFINE;
   QDtype qdtype = quint8;
-  std::vector<float> scale{1.0f};
-  std::vector<std::int32_t> zero_point{0};
+  ParamArray<float> scale{1.0f};
+  ParamArray<std::int32_t> zero_point{0};
   int ch_axis = 0;
   std::int64_t group_size = 0;
 

@@ -31,8 +31,9 @@ int normalize_axis(int axis, std::size_t rank, const char* what);
 /// whichever thread first writes each page, so a parallel kernel writing a new
 /// output touches its own pieces and nothing zero-fills it on one thread first.
 /// A freed large buffer is kept for reuse by a later uninitialized() request of
-/// a similar size (at most 2 buffers and 512 MiB in all, per process), which
-/// saves its page faults; release_cached_buffers() returns them to the OS.
+/// a similar size (at most 4 mappings and 512 MiB in all, per process, shared
+/// with large QParams arrays: param_array.hpp), which saves its page faults;
+/// release_cached_buffers() returns them to the OS.
 /// Smaller buffers come from the aligned operator new.
 class ByteBuffer {
  public:
@@ -64,7 +65,7 @@ class ByteBuffer {
   std::size_t mapped_ = 0;  // length of the page mapping, 0 for operator new memory
 };
 
-/// Returns the large buffers ByteBuffer keeps for reuse to the OS.
+/// Returns the large mappings kept for reuse (ByteBuffer storage, QParams arrays) to the OS.
 void release_cached_buffers();
 
 /// A read-only window on contiguous row-major data owned elsewhere.

@@ -67,21 +67,22 @@ inline void codes32(const void* x, std::int64_t k, __m256 inv, __m256 lo, __m256
   store_bytes32<Stream>(codes + k, clamped_bytes32<T>(x, k, inv, lo, hi, zero16));
 }
 
-// An 8-bit grid for saturating_codes32: the zero point and the grid's ends in int16 lanes.
+// An 8-bit grid for saturating_codes32: the zero point in int16 lanes, the grid's ends in bytes.
 struct ByteGrid {
-  __m256i zero16, lo16, hi16;
+  __m256i zero16, lo8, hi8;
 };
 
 inline ByteGrid byte_grid(std::int32_t zero_point, Grid grid) {
   return {_mm256_set1_epi16(static_cast<std::int16_t>(zero_point)),
-          _mm256_set1_epi16(static_cast<std::int16_t>(grid.quant_min)),
-          _mm256_set1_epi16(static_cast<std::int16_t>(grid.quant_max))};
+          _mm256_set1_epi8(static_cast<char>(grid.quant_min)),
+          _mm256_set1_epi8(static_cast<char>(grid.quant_max))};
 }
 
 // 32 codes of x + k without the float clamp: the rounded steps packed to int16 with signed
-// saturation, the zero point added with saturation, clamped to the grid in int16 unless the grid
-// is a whole signed or unsigned byte (Clamp false: the byte pack's saturation is the clamp),
-// packed to bytes with the grid's signedness, one dword permute restoring the order. Exact for
+// saturation, the zero point added with saturation, packed to bytes with the grid's signedness
+// (saturating), clamped to the grid in bytes unless the grid is a whole signed or unsigned byte
+// (Clamp false: the pack's saturation is the clamp; a narrower grid lies inside the pack's range,
+// so clamping after it equals clamping before), one dword permute restoring the order. Exact for
 // every lane whose packed step is above -32768: beyond int16 a step saturates as its code does.
 // A NaN or |x * inv| >= 2^31 (0x80000000 from the conversion) or a step <= -32768 packs to
 // -32768; `lowest` keeps the smallest packed step for the caller to redo such codes. Stream: the
@@ -95,12 +96,12 @@ inline __m256i saturating_bytes32(const void* x, std::int64_t k, __m256 inv, con
   const __m256i w01 = _mm256_packs_epi32(steps(k), steps(k + lanes));
   const __m256i w23 = _mm256_packs_epi32(steps(k + 2 * lanes), steps(k + 3 * lanes));
   lowest = _mm256_min_epi16(lowest, _mm256_min_epi16(w01, w23));
-  __m256i c01 = _mm256_adds_epi16(w01, g.zero16), c23 = _mm256_adds_epi16(w23, g.zero16);
+  const __m256i c01 = _mm256_adds_epi16(w01, g.zero16), c23 = _mm256_adds_epi16(w23, g.zero16);
+  __m256i bytes = Signed ? _mm256_packs_epi16(c01, c23) : _mm256_packus_epi16(c01, c23);
   if constexpr (Clamp) {
-    c01 = _mm256_min_epi16(g.hi16, _mm256_max_epi16(g.lo16, c01));
-    c23 = _mm256_min_epi16(g.hi16, _mm256_max_epi16(g.lo16, c23));
+    bytes = Signed ? _mm256_min_epi8(g.hi8, _mm256_max_epi8(g.lo8, bytes))
+                   : _mm256_min_epu8(g.hi8, _mm256_max_epu8(g.lo8, bytes));
   }
-  const __m256i bytes = Signed ? _mm256_packs_epi16(c01, c23) : _mm256_packus_epi16(c01, c23);
   const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
   return _mm256_permutevar8x32_epi32(bytes, order);
 }

@@ -61,11 +61,10 @@ inline void store8(void* out, std::int64_t k, __m256i codes) {
 }
 
 /// 32 codes (bytes, in order) as 16 bytes of 4-bit fields, code 2i in the low half of byte i:
-/// the high code of each 16-bit lane folded onto the low one, then the low byte of every lane.
+/// each 16-bit lane's nibbles as c0 + 16 * c1 (one vpmaddubsw, at most 255), then packed to bytes.
 inline __m128i fold_nibbles(__m256i codes) {
   const __m256i c = _mm256_and_si256(codes, _mm256_set1_epi8(0x0f));
-  const __m256i folded =
-      _mm256_and_si256(_mm256_or_si256(c, _mm256_srli_epi16(c, 4)), _mm256_set1_epi16(0x00ff));
+  const __m256i folded = _mm256_maddubs_epi16(c, _mm256_set1_epi16(0x1001));
   return _mm_packus_epi16(_mm256_castsi256_si128(folded), _mm256_extracti128_si256(folded, 1));
 }
 
