@@ -179,7 +179,7 @@ TEST(Describe, NamesSchemeDtypeAndGranularity) {
   EXPECT_EQ(Q::describe(pg), "per_channel_symmetric qint4 ch_axis=1 group_size=32");
 }
 
-// QParams' arrays: small ones from the heap, 4 MiB and more in huge-page mappings that a later
+// QParams' arrays: small ones from the heap, 1 MiB and more in huge-page mappings that a later
 // array of the same length reuses; values, copies and growth behave as std::vector's.
 TEST(ParamArray, LargeArraysAreHugePageMappingsReusedByTheNextOne) {
   Q::release_cached_buffers();
@@ -187,6 +187,11 @@ TEST(ParamArray, LargeArraysAreHugePageMappingsReusedByTheNextOne) {
   EXPECT_EQ(std::count(small.begin(), small.end(), 7), 1000);
   small.push_back(-3);
   EXPECT_EQ(small.back(), -3);
+
+#if defined(__linux__)
+  const Q::ParamArray<std::int32_t> medium(std::size_t{300} << 10, 1);  // 1.2 MB: mapped too
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(medium.data()) % (std::uintptr_t{2} << 20), 0u);
+#endif
 
   const std::size_t count = std::size_t{3} << 20;  // 12 MiB of floats
   const float* first_data = nullptr;

@@ -9,7 +9,7 @@
 namespace lucid::quantization {
 
 namespace detail {
-/// `bytes` of storage aligned for any scalar: arrays of 4 MiB and more are a mapping of their own
+/// `bytes` of storage aligned for any scalar: arrays of 1 MiB and more are a mapping of their own
 /// on 2 MiB boundaries, advised transparent huge pages (see ParamAllocator); smaller ones come
 /// from operator new. Throws std::bad_alloc.
 void* allocate_param_bytes(std::size_t bytes);
@@ -20,8 +20,9 @@ void free_param_bytes(void* data, std::size_t bytes) noexcept;
 /// The allocator of QParams' arrays. Per-group parameters of a large tensor are megabytes
 /// (2 x 7.5 MB for 256 MB of float32 in groups of 32); from the heap, their first touch takes a
 /// page fault per 4 KiB, which on virtual machines costs as much as quantizing the tensor. Arrays
-/// of 4 MiB and more are therefore mapped on huge-page boundaries (a few faults each); smaller
-/// ones behave as std::allocator's. Stateless: all instances are equal.
+/// of 1 MiB and more are therefore mapped on huge-page boundaries (a few faults each, at most
+/// twice their size in memory) and reused once freed; smaller ones behave as std::allocator's.
+/// Stateless: all instances are equal.
 template <class T>
 struct ParamAllocator {
   using value_type = T;
