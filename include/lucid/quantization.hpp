@@ -26,6 +26,7 @@
 #include "lucid/quantization/observer_minmax.hpp"
 #include "lucid/quantization/observer_passthrough.hpp"
 #include "lucid/quantization/pack.hpp"
+#include "lucid/quantization/param_array.hpp"
 #include "lucid/quantization/qdtype.hpp"
 #include "lucid/quantization/qparams.hpp"
 #include "lucid/quantization/qscheme.hpp"

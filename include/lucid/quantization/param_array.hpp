@@ -39,8 +39,7 @@ struct ParamAllocator {
     detail::free_param_bytes(data, n * sizeof(T));
   }
 
-  template <class U>
-  friend constexpr bool operator==(const ParamAllocator&, const ParamAllocator<U>&) noexcept {
+  friend constexpr bool operator==(const ParamAllocator&, const ParamAllocator&) noexcept {
     return true;
   }
 };
