@@ -29,7 +29,6 @@ void* allocate_param_bytes(std::size_t bytes) {
 }
 
 void free_param_bytes(void* data, std::size_t bytes) noexcept {
-  if (data == nullptr) return;
   if (is_mapped(bytes)) {
     keep_mapping(data, mapped_length(bytes));
   } else {

@@ -230,8 +230,7 @@ QuantizedTensor quantize_per_group(const TensorView& x, QScheme qscheme, QDtype 
   qparams.qdtype = qdtype;
   qparams.ch_axis = ch_axis;
   qparams.group_size = group_size;
-  // Large parameter arrays are fresh huge-page mappings (ParamArray): a few faults, not one a 4
-  // KiB.
+  // Large parameter arrays are huge-page mappings, reused across calls (ParamArray).
   qparams.scale.assign(static_cast<std::size_t>(layout.slots()), 1.0f);
   qparams.zero_point.assign(static_cast<std::size_t>(layout.slots()), 0);
   // Every byte is written below (packed storage byte-aligned per piece, the last byte's unused
