@@ -218,3 +218,20 @@ TEST(ParamArray, LargeArraysAreHugePageMappingsReusedByTheNextOne) {
   EXPECT_EQ(std::count(next.begin(), next.end(), 0.25f), static_cast<long>(count));
   Q::release_cached_buffers();
 }
+
+// resize(n) leaves the new entries for the producer to write (no fill of megabytes that a kernel
+// then overwrites) and keeps the old ones; values given are set as by std::vector.
+TEST(ParamArray, ResizeKeepsEntriesAndSetsOnlyGivenValues) {
+  Q::ParamArray<float> scales(3, 2.0f);
+  scales.resize(5);
+  EXPECT_EQ(std::vector<float>(scales.begin(), scales.begin() + 3), std::vector<float>(3, 2.0f));
+  scales[3] = scales[4] = 0.5f;
+  scales.resize(7, 1.0f);
+  EXPECT_EQ(std::vector<float>(scales.begin(), scales.end()),
+            (std::vector<float>{2.0f, 2.0f, 2.0f, 0.5f, 0.5f, 1.0f, 1.0f}));
+  scales.emplace_back(4.0f);
+  EXPECT_EQ(scales.back(), 4.0f);
+  const Q::ParamArray<std::int32_t> braced{0};
+  EXPECT_EQ(braced.size(), 1u);
+  EXPECT_EQ(braced[0], 0);
+}

@@ -131,52 +131,77 @@ Shape QParams::param_shape(const Shape& input_shape) const {
   return shape;
 }
 
-void QParams::validate() const {
-  if (scale.size() != zero_point.size()) {
-    throw Error("QParams: scale has " + std::to_string(scale.size()) +
-                " entries but zero_point has " + std::to_string(zero_point.size()) +
+namespace {
+
+// The checks of validate() that do not read the entries: lengths, scheme and group_size.
+void check_structure(const QParams& q) {
+  if (q.scale.size() != q.zero_point.size()) {
+    throw Error("QParams: scale has " + std::to_string(q.scale.size()) +
+                " entries but zero_point has " + std::to_string(q.zero_point.size()) +
                 " (expected equal lengths)");
   }
-  if (!is_per_channel(qscheme) && scale.size() != 1) {
-    throw Error("QParams: " + to_string(qscheme) + " has " + std::to_string(scale.size()) +
+  if (!is_per_channel(q.qscheme) && q.scale.size() != 1) {
+    throw Error("QParams: " + to_string(q.qscheme) + " has " + std::to_string(q.scale.size()) +
                 " scales (expected exactly 1)");
   }
-  if (group_size < 0 || (group_size > 0 && !is_per_channel(qscheme))) {
-    throw Error("QParams: group_size = " + std::to_string(group_size) + " with " +
-                to_string(qscheme) +
+  if (q.group_size < 0 || (q.group_size > 0 && !is_per_channel(q.qscheme))) {
+    throw Error("QParams: group_size = " + std::to_string(q.group_size) + " with " +
+                to_string(q.qscheme) +
                 " (expected 0, or > 0 together with a per-channel scheme for per-group)");
   }
-  if (entries_valid(*this)) return;
-  for (std::size_t i = 0; i < scale.size(); ++i) {
-    if (!(std::isfinite(scale[i]) && scale[i] > 0.0f)) {
-      throw Error("QParams: scale[" + std::to_string(i) + "] = " + float_text(scale[i]) +
+}
+
+// The per-entry checks of validate(), naming the first bad entry.
+void check_entries(const QParams& q) {
+  if (entries_valid(q)) return;
+  for (std::size_t i = 0; i < q.scale.size(); ++i) {
+    if (!(std::isfinite(q.scale[i]) && q.scale[i] > 0.0f)) {
+      throw Error("QParams: scale[" + std::to_string(i) + "] = " + float_text(q.scale[i]) +
                   " (expected a finite value > 0)");
     }
-    const std::int64_t z = zero_point[i];
-    if (z < qdtype.quant_min() || z > qdtype.quant_max()) {
+    const std::int64_t z = q.zero_point[i];
+    if (z < q.qdtype.quant_min() || z > q.qdtype.quant_max()) {
       throw Error("QParams: zero_point[" + std::to_string(i) + "] = " + std::to_string(z) +
-                  " is outside " + qdtype.name() + " (expected " +
-                  std::to_string(qdtype.quant_min()) +
-                  " <= zero_point <= " + std::to_string(qdtype.quant_max()) + ")");
+                  " is outside " + q.qdtype.name() + " (expected " +
+                  std::to_string(q.qdtype.quant_min()) +
+                  " <= zero_point <= " + std::to_string(q.qdtype.quant_max()) + ")");
     }
-    if (is_symmetric(qscheme) && z != qdtype.symmetric_zero_point()) {
+    if (is_symmetric(q.qscheme) && z != q.qdtype.symmetric_zero_point()) {
       throw Error("QParams: zero_point[" + std::to_string(i) + "] = " + std::to_string(z) +
-                  " with " + to_string(qscheme) + " on " + qdtype.name() + " (expected " +
-                  std::to_string(qdtype.symmetric_zero_point()) + ", the pinned zero point)");
+                  " with " + to_string(q.qscheme) + " on " + q.qdtype.name() + " (expected " +
+                  std::to_string(q.qdtype.symmetric_zero_point()) + ", the pinned zero point)");
     }
   }
 }
 
-void QParams::validate_for(const Shape& input_shape) const {
-  validate();
-  if (!is_per_channel(qscheme)) return;  // validate() checked the one pair (no shape to build)
-  const Shape expected_shape = param_shape(input_shape);
+// The fit of validate_for(): the parameter count param_shape() implies (a per-tensor scheme's
+// one pair needs no shape).
+void check_fit(const QParams& q, const Shape& input_shape) {
+  if (!is_per_channel(q.qscheme)) return;
+  const Shape expected_shape = q.param_shape(input_shape);
   const std::int64_t expected = shape_numel(expected_shape);
-  if (static_cast<std::int64_t>(scale.size()) != expected) {
-    throw Error("QParams: " + std::to_string(scale.size()) + " scales for input shape " +
-                to_string(input_shape) + " with " + describe(*this) + " (expected " +
+  if (static_cast<std::int64_t>(q.scale.size()) != expected) {
+    throw Error("QParams: " + std::to_string(q.scale.size()) + " scales for input shape " +
+                to_string(input_shape) + " with " + describe(q) + " (expected " +
                 std::to_string(expected) + ", parameter shape " + to_string(expected_shape) + ")");
   }
+}
+
+}  // namespace
+
+void QParams::validate() const {
+  check_structure(*this);
+  check_entries(*this);
+}
+
+void QParams::validate_for(const Shape& input_shape) const {
+  validate();
+  check_fit(*this, input_shape);
+}
+
+void detail::validate_layout_for(const QParams& qparams, const Shape& input_shape) {
+  check_structure(qparams);
+  check_fit(qparams, input_shape);
 }
 
 QParams calculate_qparams(float min_val, float max_val, QScheme qscheme, QDtype qdtype, float eps) {

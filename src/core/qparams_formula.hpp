@@ -1,4 +1,5 @@
-// Internal: the (scale, zero_point) formula of calculate_qparams, for fused callers.
+// Internal: the (scale, zero_point) formula of calculate_qparams, for fused callers, and the checks
+// its parameters still need.
 #pragma once
 
 #include <cstdint>
@@ -16,5 +17,10 @@ kernels::RangeRule range_rule(QScheme qscheme, const QDtype& qdtype, float eps);
 /// as calculate_qparams computes it (docs/numerics.md, "calculate_qparams").
 std::pair<float, std::int32_t> qparams_for_range(float min_val, float max_val, QScheme qscheme,
                                                  const QDtype& qdtype, float eps);
+
+/// QParams::validate_for without the per-entry checks (lengths, scheme, group_size and the count
+/// input_shape implies): for parameters this formula made, whose every entry is valid by
+/// construction. Throws Error as validate_for does.
+void validate_layout_for(const QParams& qparams, const Shape& input_shape);
 
 }  // namespace lucid::quantization::detail

@@ -230,9 +230,10 @@ QuantizedTensor quantize_per_group(const TensorView& x, QScheme qscheme, QDtype 
   qparams.qdtype = qdtype;
   qparams.ch_axis = ch_axis;
   qparams.group_size = group_size;
-  // Large parameter arrays are huge-page mappings, reused across calls (ParamArray).
-  qparams.scale.assign(static_cast<std::size_t>(layout.slots()), 1.0f);
-  qparams.zero_point.assign(static_cast<std::size_t>(layout.slots()), 0);
+  // Large parameter arrays are huge-page mappings, reused across calls, and left unset until the
+  // runs below write every entry (ParamArray).
+  qparams.scale.resize(static_cast<std::size_t>(layout.slots()));
+  qparams.zero_point.resize(static_cast<std::size_t>(layout.slots()));
   // Every byte is written below (packed storage byte-aligned per piece, the last byte's unused
   // bits zeroed by the pack kernel): a reused mapping, no fresh page faults (tensor.hpp).
   ByteBuffer storage =
@@ -315,7 +316,7 @@ QuantizedTensor quantize_per_group(const TensorView& x, QScheme qscheme, QDtype 
     }
     sink.flush();
   });
-  return QuantizedTensor(x.shape, std::move(qparams), std::move(storage));
+  return QuantizedTensor(x.shape, std::move(qparams), std::move(storage), detail::FormulaParams{});
 }
 
 }  // namespace lucid::quantization

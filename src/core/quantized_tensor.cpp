@@ -1,6 +1,7 @@
 // QuantizedTensor: validated codes + QParams.
 #include "lucid/quantization/quantized_tensor.hpp"
 
+#include "core/qparams_formula.hpp"
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/pack.hpp"
 
@@ -13,6 +14,17 @@ QuantizedTensor::QuantizedTensor(Shape shape, QParams qparams,
 QuantizedTensor::QuantizedTensor(Shape shape, QParams qparams, ByteBuffer storage)
     : shape_(std::move(shape)), qparams_(std::move(qparams)), storage_(std::move(storage)) {
   qparams_.validate_for(shape_);
+  check_storage();
+}
+
+QuantizedTensor::QuantizedTensor(Shape shape, QParams qparams, ByteBuffer storage,
+                                 detail::FormulaParams)
+    : shape_(std::move(shape)), qparams_(std::move(qparams)), storage_(std::move(storage)) {
+  detail::validate_layout_for(qparams_, shape_);
+  check_storage();
+}
+
+void QuantizedTensor::check_storage() const {
   const std::int64_t expected = qparams_.qdtype.storage_bytes(numel());
   if (static_cast<std::int64_t>(storage_.size()) != expected) {
     throw Error("QuantizedTensor: storage holds " + std::to_string(storage_.size()) +

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <new>
+#include <utility>
 #include <vector>
 
 namespace lucid::quantization {
@@ -22,7 +23,9 @@ void free_param_bytes(void* data, std::size_t bytes) noexcept;
 /// page fault per 4 KiB, which on virtual machines costs as much as quantizing the tensor. Arrays
 /// of 1 MiB and more are therefore mapped on huge-page boundaries (a few faults each, at most
 /// twice their size in memory) and reused once freed; smaller ones behave as std::allocator's.
-/// Stateless: all instances are equal.
+/// Elements made without a value (ParamArray(n), resize(n)) are default-initialised, as by
+/// new T[n]: a float or int32 is left unset for the producer (a kernel, a file read) to write, so
+/// that megabytes of parameters are not written twice. Stateless: all instances are equal.
 template <class T>
 struct ParamAllocator {
   using value_type = T;
@@ -38,13 +41,23 @@ struct ParamAllocator {
   void deallocate(T* data, std::size_t n) noexcept {
     detail::free_param_bytes(data, n * sizeof(T));
   }
+  /// Default-initialises (leaves an arithmetic U unset); with arguments, constructs from them.
+  template <class U>
+  void construct(U* at) noexcept(noexcept(U())) {
+    ::new (static_cast<void*>(at)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* at, Args&&... args) {
+    ::new (static_cast<void*>(at)) U(std::forward<Args>(args)...);
+  }
 
   friend constexpr bool operator==(const ParamAllocator&, const ParamAllocator&) noexcept {
     return true;
   }
 };
 
-/// A vector of parameters (scales, zero points) as QParams holds them.
+/// A vector of parameters (scales, zero points) as QParams holds them; ParamArray(n) and
+/// resize(n) leave the new elements unset (ParamAllocator), ParamArray(n, value) sets them.
 template <class T>
 using ParamArray = std::vector<T, ParamAllocator<T>>;
 

@@ -10,6 +10,11 @@
 
 namespace lucid::quantization {
 
+namespace detail {
+/// Tag of QuantizedTensor's constructor for parameters that calculate_qparams' formula made.
+struct FormulaParams {};
+}  // namespace detail
+
 /// The seed's "sidecar" design: integer codes and the parameters that map
 /// them back to reals, kept together. Codes are stored as the dtype says
 /// (quint8 in uint8, qint4 packed two per byte, ...).
@@ -21,6 +26,10 @@ class QuantizedTensor {
   QuantizedTensor(Shape shape, QParams qparams, ByteBuffer storage);
   /// As above, copying the bytes of `storage` into a ByteBuffer.
   QuantizedTensor(Shape shape, QParams qparams, const std::vector<std::uint8_t>& storage);
+  /// Internal (the fused quantizers): as the first, for parameters calculate_qparams' formula made,
+  /// whose every entry is valid by construction; checks their layout but not each entry again
+  /// (megabytes of per-group parameters, no longer in cache by then).
+  QuantizedTensor(Shape shape, QParams qparams, ByteBuffer storage, detail::FormulaParams);
 
   const Shape& shape() const { return shape_; }
   std::int64_t numel() const { return shape_numel(shape_); }
@@ -32,6 +41,9 @@ class QuantizedTensor {
   std::vector<std::int32_t> int_repr() const;
 
  private:
+  // The constructors' checks past the parameters': the storage's size, custom-range codes.
+  void check_storage() const;
+
   Shape shape_;
   QParams qparams_;
   ByteBuffer storage_;
