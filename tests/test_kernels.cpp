@@ -728,9 +728,9 @@ TEST_P(KernelTier, QuantizeInt8BlocksMatchReference) {
 
 // The fused per-group kernels: group sizes on and off the 8-lane vectors (odd and even vector
 // counts, multiples of 32), 8-group batches that are clean or hold a NaN, a +Inf, a -Inf or
-// nothing finite (the exact re-run), a last partial batch, every 8-bit grid, per-group
-// parameters (zero points changing per group or shared), huge values against the grid's ends;
-// on 4-bit grids the packed entry too.
+// nothing finite (the exact re-run) and a last partial batch, for ranges and abs-maxes; every
+// 8-bit grid, per-group parameters (zero points changing per group or shared), huge values
+// against the grid's ends; on 4-bit grids the packed entry too.
 TEST_P(KernelTier, GroupRangesAndCodesMatchReference) {
   std::mt19937_64 rng(Q::testing::test_seed());
   std::normal_distribution<float> normal(0.0f, 3.0f);
@@ -756,6 +756,14 @@ TEST_P(KernelTier, GroupRangesAndCodesMatchReference) {
       tier().minmax_groups[int(t)](x.data(), groups, size, lo.data(), hi.data());
       EXPECT_EQ(lo, lo_ref) << at;  // -0 == +0: the sign of a zero is unspecified
       EXPECT_EQ(hi, hi_ref) << at;
+      // The abs-maxes symmetric schemes take: max(|min|, |max|) of the finite, 0 for none.
+      std::vector<float> top(groups), top_ref(groups), from_range(groups);
+      reference().abs_max_groups[int(t)](x.data(), groups, size, top_ref.data());
+      tier().abs_max_groups[int(t)](x.data(), groups, size, top.data());
+      for (std::int64_t g = 0; g < groups; ++g)
+        from_range[g] = lo_ref[g] > hi_ref[g] ? 0.0f : std::max(-lo_ref[g], hi_ref[g]);
+      EXPECT_EQ(top_ref, from_range) << at;
+      EXPECT_EQ(top, top_ref) << at;
       for (const K::Grid grid : grids_for(K::CodeWidth::b8)) {
         std::vector<float> inv(groups), scales(groups);
         std::vector<std::int32_t> zero_points(groups);

@@ -266,7 +266,8 @@ TEST(QuantizeInto, MatchesTheAllocatingFormsAndChecksSizes) {
 namespace {
 
 // quantize_per_group against choose_qparams then quantize, for each bf16 / f32 input of `shape`,
-// 1 and 2 threads, each (axis, group size) and each dtype: scales, zero points and codes equal.
+// 1 and 2 threads, each (axis, group size), each dtype and both per-channel schemes: scales, zero
+// points and codes equal.
 void expect_per_group_equals_two_step(const Q::Shape& shape,
                                       std::initializer_list<std::pair<int, std::int64_t>> groups,
                                       std::initializer_list<Q::QDtype> dtypes) {
@@ -278,16 +279,18 @@ void expect_per_group_equals_two_step(const Q::Shape& shape,
       Q::set_num_threads(threads);
       for (const auto& [axis, group] : groups) {
         for (const Q::QDtype& dtype : dtypes) {
-          const Q::QuantizedTensor fused =
-              Q::quantize_per_group(x, Q::per_channel_affine, dtype, axis, group);
-          const Q::QuantizedTensor two_step =
-              Q::quantize(x, Q::choose_qparams(x, Q::per_channel_affine, dtype, axis, group));
-          EXPECT_EQ(fused.qparams().scale, two_step.qparams().scale);
-          EXPECT_EQ(fused.qparams().zero_point, two_step.qparams().zero_point);
-          EXPECT_EQ(fused.qparams().ch_axis, axis);
-          EXPECT_EQ(fused.int_repr(), two_step.int_repr())
-              << dtype.name() << " axis " << axis << " group " << group << " input "
-              << Q::to_string(type) << " threads " << threads;
+          // Symmetric schemes take the abs-max kernels, affine ones the min / max kernels.
+          for (const Q::QScheme scheme : {Q::per_channel_affine, Q::per_channel_symmetric}) {
+            const Q::QuantizedTensor fused = Q::quantize_per_group(x, scheme, dtype, axis, group);
+            const Q::QuantizedTensor two_step =
+                Q::quantize(x, Q::choose_qparams(x, scheme, dtype, axis, group));
+            EXPECT_EQ(fused.qparams().scale, two_step.qparams().scale);
+            EXPECT_EQ(fused.qparams().zero_point, two_step.qparams().zero_point);
+            EXPECT_EQ(fused.qparams().ch_axis, axis);
+            EXPECT_EQ(fused.int_repr(), two_step.int_repr())
+                << Q::describe(fused.qparams()) << " axis " << axis << " input "
+                << Q::to_string(type) << " threads " << threads;
+          }
         }
       }
     }

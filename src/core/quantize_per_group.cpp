@@ -147,7 +147,7 @@ struct FusedJob {
   static constexpr std::int64_t run_groups = 128;
   struct Run {
     std::int64_t begin = 0;  // the first group's first element
-    float mins[run_groups], maxs[run_groups], inverse[run_groups];
+    float mins[run_groups] = {}, maxs[run_groups], inverse[run_groups];  // mins 0: symmetric
     const float* scales = nullptr;  // the run's slots in *result
     const std::int32_t* zero_points = nullptr;
   };
@@ -173,10 +173,16 @@ struct FusedJob {
     return std::max<std::int64_t>(0, std::min(limit, last - u));
   }
 
-  // Ranges, qparams (into *result) and reciprocals of `count` whole groups from unit u.
+  // Ranges, qparams (into *result) and reciprocals of `count` whole groups from unit u. A
+  // symmetric scheme needs only the abs-max (its scale is max(-min', max') / half the grid): the
+  // run's maxs take it and its mins stay 0 (Run), which gives the same scales.
   void choose_run(std::int64_t u, std::int64_t count, Run& run) const {
     run.begin = unit_at(layout, u).begin;
-    k.minmax_groups[t](at(run.begin), count, layout.group_size, run.mins, run.maxs);
+    if (rule.symmetric) {
+      k.abs_max_groups[t](at(run.begin), count, layout.group_size, run.maxs);
+    } else {
+      k.minmax_groups[t](at(run.begin), count, layout.group_size, run.mins, run.maxs);
+    }
     float* scales = result->scale.data() + u;
     std::int32_t* zero_points = result->zero_point.data() + u;
     k.group_qparams(run.mins, run.maxs, count, rule, run.inverse, scales, zero_points);

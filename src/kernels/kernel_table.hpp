@@ -119,6 +119,10 @@ using AbsMaxVecFn = std::int64_t (*)(const void* x, std::int64_t n, float* abs_m
 // mins[g] / maxs[g] = the min / max of its finite elements (+Inf / -Inf when it has none).
 using MinMaxGroupsFn = void (*)(const void* x, std::int64_t groups, std::int64_t group_size,
                                 float* mins, float* maxs);
+// Per group g < groups of `group_size` consecutive elements: abs_maxs[g] = the largest |x| of its
+// finite elements (0 when it has none).
+using AbsMaxGroupsFn = void (*)(const void* x, std::int64_t groups, std::int64_t group_size,
+                                float* abs_maxs);
 // The 8-bit codes (as QuantizeFn at width b8) of each group g with its own parameters
 // (inv_scale[g], scale[g], zero_point[g]).
 using QuantizeGroupsFn = void (*)(const void* x, std::int64_t groups, std::int64_t group_size,
@@ -173,6 +177,7 @@ struct KernelTable {
   AbsMaxFn abs_max[float_type_count];
   AbsMaxVecFn abs_max_vec[float_type_count];
   MinMaxGroupsFn minmax_groups[float_type_count];      // fused per-group quantize: ranges
+  AbsMaxGroupsFn abs_max_groups[float_type_count];     // (symmetric schemes: abs-maxes)
   GroupQParamsFn group_qparams;                        // their parameters
   QuantizeGroupsFn quantize_groups[float_type_count];  // and codes, many groups per call
   QuantizeGroupsPackedFn quantize_groups_int4[float_type_count];  // or 4-bit codes, packed

@@ -319,6 +319,92 @@ std::int64_t abs_max_vec__avx2(const void* x, std::int64_t n, float* abs_maxs) {
          reference_table().abs_max_vec[static_cast<int>(T)](input_at<T>(x, k), n - k, abs_maxs + k);
 }
 
+// A group's magnitudes as bits (x & 0x7fffffff): their unsigned max is the group's abs-max when
+// it is below Inf's bits; Inf and NaN are the patterns from 0x7f800000 up (as in abs_max__avx2).
+template <FloatType T>
+inline __m256i group_magnitudes(const void* x, std::int64_t begin, std::int64_t end) {
+  const __m256i magnitude = _mm256_set1_epi32(0x7fffffff);
+  const auto bits = [&](std::int64_t k) {
+    return _mm256_and_si256(_mm256_castps_si256(load8<T>(x, k)), magnitude);
+  };
+  __m256i top = bits(begin);
+  for (std::int64_t k = begin + lanes; k < end; k += lanes)
+    top = _mm256_max_epu32(top, bits(k));
+  return top;
+}
+
+// Whether every lane of `top` (magnitude bits) is finite.
+inline bool all_finite(__m256i top) {
+  const __m256i below_inf = _mm256_set1_epi32(0x7f7fffff);
+  return _mm256_testc_si256(_mm256_cmpeq_epi32(_mm256_max_epu32(top, below_inf), below_inf),
+                            _mm256_set1_epi32(-1));
+}
+
+// One group's abs-max over its finite elements, on the exact path.
+template <FloatType T>
+inline float exact_group_abs_max(const void* x, std::int64_t begin, std::int64_t end) {
+  __m256 top = _mm256_setzero_ps();
+  abs_max_exact<T>(x, begin, end, top, _mm256_setzero_si256());
+  return horizontal_max(top);
+}
+
+// Whole batches of 8 groups of V vectors (group_size / 8 when V is 0): per group an unsigned max
+// of magnitude bits, the 8 reduced into one vector (reduce_lanes8); a batch with an Inf or NaN is
+// re-run on the exact path. Returns the groups done.
+template <FloatType T, int V>
+std::int64_t abs_max_batches(const void* x, std::int64_t groups, std::int64_t group_size,
+                             float* abs_maxs) {
+  const std::int64_t size = V > 0 ? V * lanes : group_size;
+  const auto max_bits = [](__m256 a, __m256 b) {
+    return _mm256_castsi256_ps(_mm256_max_epu32(_mm256_castps_si256(a), _mm256_castps_si256(b)));
+  };
+  std::int64_t g = 0;
+  for (; g + lanes <= groups; g += lanes) {
+    __m256 top[lanes];
+    for (int i = 0; i < lanes; ++i) {
+      const std::int64_t begin = (g + i) * size;
+      top[i] = _mm256_castsi256_ps(group_magnitudes<T>(x, begin, begin + size));
+    }
+    const __m256 reduced = reduce_lanes8(top, max_bits);
+    if (all_finite(_mm256_castps_si256(reduced))) {
+      _mm256_storeu_ps(abs_maxs + g, reduced);
+      continue;
+    }
+    for (int i = 0; i < lanes; ++i) {
+      const std::int64_t begin = (g + i) * size;
+      abs_maxs[g + i] = exact_group_abs_max<T>(x, begin, begin + size);
+    }
+  }
+  return g;
+}
+
+// For symmetric schemes, the one bound they need (calculate_qparams' max(-min(min, 0), max(max,
+// 0)) is the abs-max): batches of 8 groups (abs_max_batches, unrolled for the common sizes 32, 64
+// and 128), the last groups % 8 one by one; group sizes that are not a multiple of 8 go group by
+// group through abs_max__avx2.
+template <FloatType T>
+void abs_max_groups__avx2(const void* x, std::int64_t groups, std::int64_t group_size,
+                          float* abs_maxs) {
+  if (group_size % lanes != 0) {
+    for (std::int64_t g = 0; g < groups; ++g) {
+      abs_maxs[g] = 0.0f;
+      abs_max__avx2<T>(input_at<T>(x, g * group_size), group_size, abs_maxs + g);
+    }
+    return;
+  }
+  const std::int64_t done =
+      group_size == 32    ? abs_max_batches<T, 4>(x, groups, group_size, abs_maxs)
+      : group_size == 64  ? abs_max_batches<T, 8>(x, groups, group_size, abs_maxs)
+      : group_size == 128 ? abs_max_batches<T, 16>(x, groups, group_size, abs_maxs)
+                          : abs_max_batches<T, 0>(x, groups, group_size, abs_maxs);
+  for (std::int64_t g = done; g < groups; ++g) {
+    const std::int64_t begin = g * group_size;
+    const __m256i top = group_magnitudes<T>(x, begin, begin + group_size);
+    abs_maxs[g] = all_finite(top) ? horizontal_max(_mm256_castsi256_ps(top))
+                                  : exact_group_abs_max<T>(x, begin, begin + group_size);
+  }
+}
+
 template <FloatType T>
 void fill_for_input(KernelTable& table) {
   const auto t = static_cast<int>(T);
@@ -326,6 +412,7 @@ void fill_for_input(KernelTable& table) {
   table.minmax_vec[t] = minmax_vec__avx2<T>;
   table.minmax_groups[t] = minmax_groups__avx2<T>;
   table.abs_max[t] = abs_max__avx2<T>;
+  table.abs_max_groups[t] = abs_max_groups__avx2<T>;
   table.abs_max_vec[t] = abs_max_vec__avx2<T>;
 }
 

@@ -23,6 +23,7 @@ const KernelTable& avx512_table() {
     // run of groups beats the per-group calls of the AVX-512 range and quantize kernels.
     for (int f = 0; f < float_type_count; ++f) {
       t.minmax_groups[f] = avx2_table().minmax_groups[f];
+      t.abs_max_groups[f] = avx2_table().abs_max_groups[f];
       t.quantize_groups[f] = avx2_table().quantize_groups[f];
       t.quantize_groups_int4[f] = avx2_table().quantize_groups_int4[f];
     }

@@ -68,12 +68,24 @@ std::int64_t abs_max_vec__reference(const void* x, std::int64_t n, float* result
 }
 
 template <FloatType T>
+void abs_max_groups__reference(const void* x, std::int64_t groups, std::int64_t group_size,
+                               float* abs_maxs) {
+  for (std::int64_t g = 0; g < groups; ++g) {
+    abs_maxs[g] = 0.0f;
+    abs_max__reference<T>(
+        static_cast<const char*>(x) + g * group_size * (T == FloatType::f32 ? 4 : 2), group_size,
+        abs_maxs + g);
+  }
+}
+
+template <FloatType T>
 void fill_for_input(KernelTable& table) {
   const auto t = static_cast<int>(T);
   table.minmax[t] = minmax__reference<T>;
   table.minmax_vec[t] = minmax_vec__reference<T>;
   table.minmax_groups[t] = minmax_groups__reference<T>;
   table.abs_max[t] = abs_max__reference<T>;
+  table.abs_max_groups[t] = abs_max_groups__reference<T>;
   table.abs_max_vec[t] = abs_max_vec__reference<T>;
 }
 
