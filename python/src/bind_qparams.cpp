@@ -26,9 +26,9 @@ std::int32_t one_int32(py::handle x, const char* what) {
 }
 
 // zero_point=None: the pinned code for symmetric schemes, 0 for affine, one per scale.
-std::vector<std::int32_t> int32_vector_or_default(py::handle zero_point, Q::QScheme qscheme,
-                                                  const Q::QDtype& qdtype, std::size_t count,
-                                                  const char* what) {
+std::vector<std::int32_t> zero_points_or_default(py::handle zero_point, Q::QScheme qscheme,
+                                                 const Q::QDtype& qdtype, std::size_t count,
+                                                 const char* what) {
   if (!zero_point.is_none()) return int32_vector(zero_point, what);
   const auto z = Q::is_symmetric(qscheme) ? qdtype.symmetric_zero_point() : 0;
   return std::vector<std::int32_t>(count, static_cast<std::int32_t>(z));
@@ -84,7 +84,7 @@ QParams(qscheme=per_tensor_affine, qdtype=qint8, scale=[3.5], zero_point=[-70])
             q.qscheme = qscheme;
             q.qdtype = qdtype;
             q.scale = param_array(float_vector(scale, "QParams: scale"));
-            q.zero_point = param_array(int32_vector_or_default(
+            q.zero_point = param_array(zero_points_or_default(
                 zero_point, qscheme, qdtype, q.scale.size(), "QParams: zero_point"));
             q.ch_axis = ch_axis;
             q.group_size = group_size;
@@ -112,8 +112,8 @@ QParams(qscheme=per_tensor_affine, qdtype=qint8, scale=[3.5], zero_point=[-70])
       [](py::handle scale, py::handle zero_point, int ch_axis, Q::QDtype qdtype,
          Q::QScheme qscheme) {
         std::vector<float> s = float_vector(scale, "QParams.per_channel: scale");
-        std::vector<std::int32_t> z = int32_vector_or_default(zero_point, qscheme, qdtype, s.size(),
-                                                              "QParams.per_channel: zero_point");
+        std::vector<std::int32_t> z = zero_points_or_default(zero_point, qscheme, qdtype, s.size(),
+                                                             "QParams.per_channel: zero_point");
         return Q::QParams::per_channel(std::move(s), std::move(z), ch_axis, qdtype, qscheme);
       },
       py::arg("scale"), py::arg("zero_point"), py::arg("ch_axis"), py::arg("qdtype"),
@@ -124,8 +124,8 @@ QParams(qscheme=per_tensor_affine, qdtype=qint8, scale=[3.5], zero_point=[-70])
       [](py::handle scale, py::handle zero_point, int ch_axis, std::int64_t group_size,
          Q::QDtype qdtype, Q::QScheme qscheme) {
         std::vector<float> s = float_vector(scale, "QParams.per_group: scale");
-        std::vector<std::int32_t> z = int32_vector_or_default(zero_point, qscheme, qdtype, s.size(),
-                                                              "QParams.per_group: zero_point");
+        std::vector<std::int32_t> z = zero_points_or_default(zero_point, qscheme, qdtype, s.size(),
+                                                             "QParams.per_group: zero_point");
         return Q::QParams::per_group(std::move(s), std::move(z), ch_axis, group_size, qdtype,
                                      qscheme);
       },

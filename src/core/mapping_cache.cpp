@@ -25,12 +25,7 @@ class MappingCache {
         best = i;
     }
     if (best == count_) return {nullptr, 0};
-    const auto entry = entries_[best];
-    for (std::size_t i = best + 1; i < count_; ++i)  // keep the rest oldest first
-      entries_[i - 1] = entries_[i];
-    --count_;
-    bytes_ -= entry.second;
-    return entry;
+    return remove(best);
   }
 
   void put(void* data, std::size_t length) {
@@ -40,11 +35,8 @@ class MappingCache {
     }
     const std::lock_guard lock(mutex_);
     while (count_ == max_entries || bytes_ + length > max_bytes) {
-      unmap_large(entries_[0].first, entries_[0].second);
-      bytes_ -= entries_[0].second;
-      for (std::size_t i = 1; i < count_; ++i)
-        entries_[i - 1] = entries_[i];
-      --count_;
+      const auto [oldest, oldest_length] = remove(0);
+      unmap_large(oldest, oldest_length);
     }
     entries_[count_++] = {data, length};
     bytes_ += length;
@@ -59,6 +51,16 @@ class MappingCache {
   }
 
  private:
+  // Takes entry i out, keeping the rest oldest first; the caller holds the lock.
+  std::pair<void*, std::size_t> remove(std::size_t i) {
+    const auto entry = entries_[i];
+    for (std::size_t j = i + 1; j < count_; ++j)
+      entries_[j - 1] = entries_[j];
+    --count_;
+    bytes_ -= entry.second;
+    return entry;
+  }
+
   std::mutex mutex_;
   std::array<std::pair<void*, std::size_t>, max_entries> entries_{};
   std::size_t count_ = 0;
