@@ -752,14 +752,17 @@ TEST_P(KernelTier, GroupRangesAndCodesMatchReference) {
       const std::string at =
           "type " + std::to_string(int(t)) + ", group size " + std::to_string(size);
       std::vector<float> lo(groups), hi(groups), lo_ref(groups), hi_ref(groups);
-      reference().minmax_groups[int(t)](x.data(), groups, size, lo_ref.data(), hi_ref.data());
-      tier().minmax_groups[int(t)](x.data(), groups, size, lo.data(), hi.data());
+      EXPECT_FALSE(
+          reference().minmax_groups[int(t)](x.data(), groups, size, lo_ref.data(), hi_ref.data()))
+          << at << ": the groups hold NaN and Inf";
+      EXPECT_FALSE(tier().minmax_groups[int(t)](x.data(), groups, size, lo.data(), hi.data()))
+          << at << ": the groups hold NaN and Inf";
       EXPECT_EQ(lo, lo_ref) << at;  // -0 == +0: the sign of a zero is unspecified
       EXPECT_EQ(hi, hi_ref) << at;
       // The abs-maxes symmetric schemes take: max(|min|, |max|) of the finite, 0 for none.
       std::vector<float> top(groups), top_ref(groups), from_range(groups);
-      reference().abs_max_groups[int(t)](x.data(), groups, size, top_ref.data());
-      tier().abs_max_groups[int(t)](x.data(), groups, size, top.data());
+      EXPECT_FALSE(reference().abs_max_groups[int(t)](x.data(), groups, size, top_ref.data()));
+      EXPECT_FALSE(tier().abs_max_groups[int(t)](x.data(), groups, size, top.data())) << at;
       for (std::int64_t g = 0; g < groups; ++g)
         from_range[g] = lo_ref[g] > hi_ref[g] ? 0.0f : std::max(-lo_ref[g], hi_ref[g]);
       EXPECT_EQ(top_ref, from_range) << at;
@@ -772,12 +775,15 @@ TEST_P(KernelTier, GroupRangesAndCodesMatchReference) {
           inv[g] = 1.0f / scales[g];
           zero_points[g] = random_zero_point(rng, grid);
         }
+        // Zero points all 0 (the kernels then add none) on the signed 4-bit grid.
         if (grid.quant_min == -8) std::fill(zero_points.begin(), zero_points.end(), 0);
         Guarded expected(static_cast<std::size_t>(n), 0), actual(static_cast<std::size_t>(n), 1);
         reference().quantize_groups[int(t)](x.data(), groups, size, inv.data(), scales.data(),
-                                            zero_points.data(), grid, expected.as<std::int8_t>());
+                                            zero_points.data(), grid, K::GroupValues::any,
+                                            expected.as<std::int8_t>());
         tier().quantize_groups[int(t)](x.data(), groups, size, inv.data(), scales.data(),
-                                       zero_points.data(), grid, actual.as<std::int8_t>());
+                                       zero_points.data(), grid, K::GroupValues::any,
+                                       actual.as<std::int8_t>());
         ASSERT_EQ(actual.payload(), expected.payload())
             << at << ", grid [" << grid.quant_min << ", " << grid.quant_max << "]";
         ASSERT_TRUE(actual.intact()) << at;
@@ -787,10 +793,11 @@ TEST_P(KernelTier, GroupRangesAndCodesMatchReference) {
         Guarded expected1(static_cast<std::size_t>(8 * size), 0),
             actual1(static_cast<std::size_t>(8 * size), 1);
         reference().quantize_groups[int(t)](clean, 8, size, inv.data() + 8, scales.data() + 8,
-                                            zero_points.data() + 8, grid,
+                                            zero_points.data() + 8, grid, K::GroupValues::any,
                                             expected1.as<std::int8_t>());
         tier().quantize_groups[int(t)](clean, 8, size, inv.data() + 8, scales.data() + 8,
-                                       zero_points.data() + 8, grid, actual1.as<std::int8_t>());
+                                       zero_points.data() + 8, grid, K::GroupValues::any,
+                                       actual1.as<std::int8_t>());
         ASSERT_EQ(actual1.payload(), expected1.payload())
             << at << ", groups 8-15, grid [" << grid.quant_min << ", " << grid.quant_max << "]";
         ASSERT_TRUE(actual1.intact()) << at;
@@ -807,10 +814,79 @@ TEST_P(KernelTier, GroupRangesAndCodesMatchReference) {
                               first * size * (t == K::FloatType::f32 ? 4 : 2);
           tier().quantize_groups_int4[int(t)](input, count, size, inv.data() + first,
                                               scales.data() + first, zero_points.data() + first,
-                                              grid, packed.as<std::uint8_t>());
+                                              grid, K::GroupValues::any, packed.as<std::uint8_t>());
           ASSERT_EQ(packed.payload(), packed_expected.payload())
               << at << ", packed, groups " << first << "-" << first + count - 1 << ", grid ["
               << grid.quant_min << ", " << grid.quant_max << "]";
+          ASSERT_TRUE(packed.intact()) << at;
+        }
+      }
+    }
+  }
+}
+
+// The per-group codes kernels told that the values lie in their groups' own ranges
+// (GroupValues::own_range: finite input, parameters from the groups' own ranges, as
+// quantize_per_group calls them), which skips the kernels' checks: the same codes as the
+// reference. Groups of ordinary, tiny, huge and one-signed values and of zeros (scale eps), both
+// schemes (symmetric signed grids: every zero point 0, no zero point added), every 8-bit grid.
+TEST_P(KernelTier, GroupCodesInTheirOwnRangesMatchReference) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  const float magnitudes[] = {1.0f, 3e-38f, 1e-20f, 6e4f, 1e30f};
+  for (const K::FloatType t : float_types) {
+    for (const std::int64_t size : {8, 32, 64, 96, 128, 136}) {
+      const std::int64_t groups = 21;
+      const std::int64_t n = groups * size;
+      Guarded x(static_cast<std::size_t>(n) * (t == K::FloatType::f32 ? 4 : 2), 0);
+      for (std::int64_t g = 0; g < groups; ++g) {
+        const float magnitude = t == K::FloatType::f16 ? 1.0f : magnitudes[g % 5];
+        for (std::int64_t k = g * size; k < (g + 1) * size; ++k) {
+          const float v = normal(rng) * magnitude;
+          put(x, t, k,
+              g % 7 == 3   ? 0.0f
+              : g % 4 == 1 ? std::fabs(v)
+              : g % 4 == 2 ? -std::fabs(v)
+                           : v);
+        }
+      }
+      for (const K::Grid grid : grids_for(K::CodeWidth::b8)) {
+        for (const bool symmetric : {false, true}) {
+          const std::string at =
+              "type " + std::to_string(int(t)) + ", group size " + std::to_string(size) +
+              ", grid [" + std::to_string(grid.quant_min) + ", " + std::to_string(grid.quant_max) +
+              "], " + (symmetric ? "symmetric" : "affine");
+          const std::int32_t zero =
+              grid.quant_min < 0 ? 0 : (grid.quant_min + grid.quant_max + 1) / 2;
+          const K::RangeRule rule{symmetric, grid.quant_min, grid.quant_max, zero,
+                                  std::numeric_limits<float>::epsilon()};
+          std::vector<float> mins(groups, 0.0f), maxs(groups);
+          const bool finite =
+              symmetric
+                  ? tier().abs_max_groups[int(t)](x.data(), groups, size, maxs.data())
+                  : tier().minmax_groups[int(t)](x.data(), groups, size, mins.data(), maxs.data());
+          ASSERT_TRUE(finite) << at << ": every element is finite";
+          std::vector<float> inv(groups), scales(groups);
+          std::vector<std::int32_t> zero_points(groups);
+          tier().group_qparams(mins.data(), maxs.data(), groups, rule, inv.data(), scales.data(),
+                               zero_points.data());
+          Guarded expected(static_cast<std::size_t>(n), 0), actual(static_cast<std::size_t>(n), 1);
+          reference().quantize_groups[int(t)](x.data(), groups, size, inv.data(), scales.data(),
+                                              zero_points.data(), grid, K::GroupValues::any,
+                                              expected.as<std::int8_t>());
+          tier().quantize_groups[int(t)](x.data(), groups, size, inv.data(), scales.data(),
+                                         zero_points.data(), grid, K::GroupValues::own_range,
+                                         actual.as<std::int8_t>());
+          ASSERT_EQ(actual.payload(), expected.payload()) << at;
+          ASSERT_TRUE(actual.intact()) << at;
+          if (grid.quant_max - grid.quant_min > 15) continue;
+          Guarded packed_expected(static_cast<std::size_t>(n / 2), 0),
+              packed(static_cast<std::size_t>(n / 2), 1);
+          reference().pack4(expected.as<std::int8_t>(), n, packed_expected.as<std::uint8_t>());
+          tier().quantize_groups_int4[int(t)](x.data(), groups, size, inv.data(), scales.data(),
+                                              zero_points.data(), grid, K::GroupValues::own_range,
+                                              packed.as<std::uint8_t>());
+          ASSERT_EQ(packed.payload(), packed_expected.payload()) << at << ", packed";
           ASSERT_TRUE(packed.intact()) << at;
         }
       }

@@ -320,6 +320,52 @@ TEST(QuantizePerGroup, PackedFourBitRunsEqualTwoStep) {
   expect_per_group_equals_two_step({7, 129}, {{1, 32}, {1, 64}, {1, 2}}, {Q::qint4, Q::quint4});
 }
 
+// Runs of finite values take the per-group codes kernels without their NaN / Inf checks
+// (GroupValues::own_range); runs holding a NaN or an Inf, and every run when 1 / eps overflows
+// (eps 1e-40: a group of zeros gets scale eps and an infinite reciprocal, 0 * Inf = NaN), keep
+// them. Both equal the two-step form, on every tier the CPU has, 1 and 2 threads.
+TEST(QuantizePerGroup, FiniteRunsAndTinyEpsEqualTwoStep) {
+  const std::uint64_t seed = Q::testing::test_seed();
+  RuntimeGuard guard;
+  for (const Q::ScalarType type : {Q::ScalarType::float32, Q::ScalarType::bfloat16}) {
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> normal(0.0f, 2.0f);
+    Q::Tensor x(type, {6, 8192});
+    for (std::int64_t i = 0; i < x.numel(); ++i) {
+      const float v = i == 2 * 8192 + 100    ? NAN
+                      : i == 4 * 8192 + 5000 ? INFINITY
+                      : i / 256 == 3 * 32    ? 0.0f  // 8 groups of 32 zeros
+                                             : normal(rng);
+      if (type == Q::ScalarType::float32) {
+        x.data_as<float>()[i] = v;
+      } else {
+        x.data_as<std::uint16_t>()[i] = Q::float_to_bfloat16(v);
+      }
+    }
+    for (const Q::Isa isa : Q::supported_isas()) {
+      Q::set_isa(isa);
+      for (const int threads : {1, 2}) {
+        Q::set_num_threads(threads);
+        for (const float eps : {Q::default_eps, 1e-40f}) {
+          for (const Q::QDtype& dtype : {Q::qint4, Q::quint4, Q::qint8, Q::quint8}) {
+            for (const Q::QScheme scheme : {Q::per_channel_affine, Q::per_channel_symmetric}) {
+              const Q::QuantizedTensor fused = Q::quantize_per_group(x, scheme, dtype, 1, 32, eps);
+              const Q::QuantizedTensor two_step =
+                  Q::quantize(x, Q::choose_qparams(x, scheme, dtype, 1, 32, eps));
+              EXPECT_EQ(fused.qparams().scale, two_step.qparams().scale);
+              EXPECT_EQ(fused.qparams().zero_point, two_step.qparams().zero_point);
+              EXPECT_EQ(fused.int_repr(), two_step.int_repr())
+                  << Q::describe(fused.qparams()) << " eps " << eps << " input "
+                  << Q::to_string(type) << " tier " << Q::to_string(isa) << " threads " << threads
+                  << " seed " << seed;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(QuantizePerGroup, RejectsBadArguments) {
   const std::vector<float> v(8, 1.0f);
   const Q::TensorView x(v);

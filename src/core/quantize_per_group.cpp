@@ -150,6 +150,7 @@ struct FusedJob {
     float mins[run_groups] = {}, maxs[run_groups], inverse[run_groups];  // mins 0: symmetric
     const float* scales = nullptr;  // the run's slots in *result
     const std::int32_t* zero_points = nullptr;
+    kernels::GroupValues values = kernels::GroupValues::any;
   };
 
   // Groups per run: at most run_groups, and at most run_bytes of input, so that the codes pass
@@ -175,14 +176,17 @@ struct FusedJob {
 
   // Ranges, qparams (into *result) and reciprocals of `count` whole groups from unit u. A
   // symmetric scheme needs only the abs-max (its scale is max(-min', max') / half the grid): the
-  // run's maxs take it and its mins stay 0 (Run), which gives the same scales.
+  // run's maxs take it and its mins stay 0 (Run), which gives the same scales. A run whose
+  // elements are all finite lies in its groups' own ranges (GroupValues::own_range) when every
+  // reciprocal is finite too: scales are at least eps, so 1 / eps finite suffices.
   void choose_run(std::int64_t u, std::int64_t count, Run& run) const {
     run.begin = unit_at(layout, u).begin;
-    if (rule.symmetric) {
-      k.abs_max_groups[t](at(run.begin), count, layout.group_size, run.maxs);
-    } else {
-      k.minmax_groups[t](at(run.begin), count, layout.group_size, run.mins, run.maxs);
-    }
+    const bool finite =
+        rule.symmetric
+            ? k.abs_max_groups[t](at(run.begin), count, layout.group_size, run.maxs)
+            : k.minmax_groups[t](at(run.begin), count, layout.group_size, run.mins, run.maxs);
+    run.values = finite && std::isfinite(1.0f / rule.eps) ? kernels::GroupValues::own_range
+                                                          : kernels::GroupValues::any;
     float* scales = result->scale.data() + u;
     std::int32_t* zero_points = result->zero_point.data() + u;
     k.group_qparams(run.mins, run.maxs, count, rule, run.inverse, scales, zero_points);
@@ -202,7 +206,7 @@ struct FusedJob {
           whole > 0 ? begin + whole * size : std::min(end, group_begin + size);
       if (whole > 0) {
         k.quantize_groups[t](at(begin), whole, size, run.inverse + g, run.scales + g,
-                             run.zero_points + g, grid, dst);
+                             run.zero_points + g, grid, run.values, dst);
       } else {
         const kernels::Affine p{run.inverse[g], run.scales[g], run.zero_points[g]};
         k.quantize[t][static_cast<int>(kernels::CodeWidth::b8)](at(begin), stop - begin, p, grid,
@@ -301,7 +305,7 @@ QuantizedTensor quantize_per_group(const TensorView& x, QScheme qscheme, QDtype 
         if (bits == 4 && run->begin % 2 == 0 && layout.group_size % 2 == 0) {
           // Codes packed as they are made, straight into the storage (byte aligned).
           job.k.quantize_groups_int4[job.t](job.at(run->begin), n, layout.group_size, run->inverse,
-                                            run->scales, run->zero_points, job.grid,
+                                            run->scales, run->zero_points, job.grid, run->values,
                                             storage.data() + run->begin / 2);
           sink.skip_to(end);
           u += n - 1;

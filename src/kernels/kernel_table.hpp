@@ -117,23 +117,31 @@ using AbsMaxFn = std::int64_t (*)(const void* x, std::int64_t n, float* abs_max)
 using AbsMaxVecFn = std::int64_t (*)(const void* x, std::int64_t n, float* abs_maxs);
 // Per group g < groups of `group_size` consecutive elements (group g at element g · group_size):
 // mins[g] / maxs[g] = the min / max of its finite elements (+Inf / -Inf when it has none).
-using MinMaxGroupsFn = void (*)(const void* x, std::int64_t groups, std::int64_t group_size,
+// Returns whether every element was finite.
+using MinMaxGroupsFn = bool (*)(const void* x, std::int64_t groups, std::int64_t group_size,
                                 float* mins, float* maxs);
 // Per group g < groups of `group_size` consecutive elements: abs_maxs[g] = the largest |x| of its
-// finite elements (0 when it has none).
-using AbsMaxGroupsFn = void (*)(const void* x, std::int64_t groups, std::int64_t group_size,
+// finite elements (0 when it has none). Returns whether every element was finite.
+using AbsMaxGroupsFn = bool (*)(const void* x, std::int64_t groups, std::int64_t group_size,
                                 float* abs_maxs);
+// What the caller of a per-group codes kernel knows of the groups' values: `any` (NaN, Inf, steps
+// x · inv_scale of any size), or `own_range`: every element is finite, every inv_scale is finite,
+// and the parameters are those of GroupQParamsFn for the groups' own ranges, so every step lies
+// within the grid's span of 0 (at most 255 in size). A kernel may then skip its checks for the
+// rest; the codes are the same either way.
+enum class GroupValues : bool { any, own_range };
 // The 8-bit codes (as QuantizeFn at width b8) of each group g with its own parameters
 // (inv_scale[g], scale[g], zero_point[g]).
 using QuantizeGroupsFn = void (*)(const void* x, std::int64_t groups, std::int64_t group_size,
                                   const float* inv_scale, const float* scale,
-                                  const std::int32_t* zero_point, Grid grid, std::int8_t* codes);
+                                  const std::int32_t* zero_point, Grid grid, GroupValues values,
+                                  std::int8_t* codes);
 // The codes of QuantizeGroupsFn on a grid of at most 4 bits, packed two per byte as a 4-bit
 // PackFn packs them; group_size even (every group starts on a byte boundary).
 using QuantizeGroupsPackedFn = void (*)(const void* x, std::int64_t groups, std::int64_t group_size,
                                         const float* inv_scale, const float* scale,
                                         const std::int32_t* zero_point, Grid grid,
-                                        std::uint8_t* packed);
+                                        GroupValues values, std::uint8_t* packed);
 // For g < groups: (inverse[g], scales[g], zero_points[g]) = group_affine(mins[g], maxs[g], rule)
 // (qparams_spec.hpp), the ranges as MinMaxGroupsFn reports them.
 using GroupQParamsFn = void (*)(const float* mins, const float* maxs, std::int64_t groups,

@@ -32,7 +32,7 @@ endif()
 
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
   set(lucidq_avx2_kernels
-    kernels/avx2/quantize.cpp kernels/avx2/pack.cpp kernels/avx2/range.cpp kernels/avx2/requantize.cpp
+    kernels/avx2/quantize.cpp kernels/avx2/quantize_groups.cpp kernels/avx2/pack.cpp kernels/avx2/range.cpp kernels/avx2/requantize.cpp
     kernels/avx2/error_sums.cpp kernels/avx2/gemm_output.cpp kernels/avx2/ggml.cpp)
   set(lucidq_avx512_kernels
     kernels/avx512/quantize.cpp kernels/avx512/pack.cpp kernels/avx512/range.cpp

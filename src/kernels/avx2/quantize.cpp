@@ -1,8 +1,7 @@
 // AVX2 quantize / dequantize / fake_quantize kernels (+F16C), 8 lanes at a time; the last
 // n % 8 elements go to the reference kernel, which computes the same bits.
+#include "kernels/avx2/byte_codes.hpp"
 #include "kernels/avx2/kernels.hpp"
-#include "kernels/avx2/simd.hpp"
-#include "kernels/qparams_spec.hpp"
 #include "kernels/stream_prefetch.hpp"
 #include "kernels/streamed_body.hpp"
 
@@ -40,76 +39,19 @@ inline __m256i wide_codes(__m256 x, const Lanes& p, Grid grid) {
   return _mm256_blendv_epi8(codes, p.zero, nan);
 }
 
-// 32 codes of x + k with one (inv, lo, hi, zero point): the clamped, rounded steps packed to int16
-// with signed saturation (exact: |step| <= 255), the zero point added there (wrapping: a NaN lane's
-// 0x80000000 saturates to 0x8000 and keeps exactly the zero point in its low byte), the low
-// bytes packed and one dword permute restoring the order. Stream: stored non-temporally (codes + k
-// 32-byte aligned), as in saturating_codes32.
-template <FloatType T>
-inline __m256i clamped_bytes32(const void* x, std::int64_t k, __m256 inv, __m256 lo, __m256 hi,
-                               __m256i zero16) {
-  const auto steps = [&](std::int64_t at) {
-    const __m256 y = _mm256_mul_ps(load8<T>(x, at), inv);
-    return _mm256_cvtps_epi32(_mm256_min_ps(hi, _mm256_max_ps(lo, y)));
-  };
-  const __m256i low_byte = _mm256_set1_epi16(0xff);
-  const __m256i w01 = _mm256_packs_epi32(steps(k), steps(k + lanes));
-  const __m256i w23 = _mm256_packs_epi32(steps(k + 2 * lanes), steps(k + 3 * lanes));
-  const __m256i c01 = _mm256_and_si256(_mm256_add_epi16(w01, zero16), low_byte);
-  const __m256i c23 = _mm256_and_si256(_mm256_add_epi16(w23, zero16), low_byte);
-  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-  return _mm256_permutevar8x32_epi32(_mm256_packus_epi16(c01, c23), order);
-}
-
+// 32 codes of x + k through clamped_bytes32, stored non-temporally when Stream (codes + k then
+// 32-byte aligned).
 template <FloatType T, bool Stream = false>
 inline void codes32(const void* x, std::int64_t k, __m256 inv, __m256 lo, __m256 hi, __m256i zero16,
                     std::int8_t* codes) {
   store_bytes32<Stream>(codes + k, clamped_bytes32<T>(x, k, inv, lo, hi, zero16));
 }
 
-// An 8-bit grid for saturating_codes32: the zero point in int16 lanes, the grid's ends in bytes.
-struct ByteGrid {
-  __m256i zero16, lo8, hi8;
-};
-
-inline ByteGrid byte_grid(std::int32_t zero_point, Grid grid) {
-  return {_mm256_set1_epi16(static_cast<std::int16_t>(zero_point)),
-          _mm256_set1_epi8(static_cast<char>(grid.quant_min)),
-          _mm256_set1_epi8(static_cast<char>(grid.quant_max))};
-}
-
-// 32 codes of x + k without the float clamp: the rounded steps packed to int16 with signed
-// saturation, the zero point added with saturation, packed to bytes with the grid's signedness
-// (saturating), clamped to the grid in bytes unless the grid is a whole signed or unsigned byte
-// (Clamp false: the pack's saturation is the clamp; a narrower grid lies inside the pack's range,
-// so clamping after it equals clamping before), one dword permute restoring the order. Exact for
-// every lane whose packed step is above -32768: beyond int16 a step saturates as its code does.
-// A NaN or |x * inv| >= 2^31 (0x80000000 from the conversion) or a step <= -32768 packs to
-// -32768; `lowest` keeps the smallest packed step for the caller to redo such codes. Stream: the
-// codes stored non-temporally (codes + k 32-byte aligned).
-template <FloatType T, bool Signed, bool Clamp>
-inline __m256i saturating_bytes32(const void* x, std::int64_t k, __m256 inv, const ByteGrid& g,
-                                  __m256i& lowest) {
-  const auto steps = [&](std::int64_t at) {
-    return _mm256_cvtps_epi32(_mm256_mul_ps(load8<T>(x, at), inv));
-  };
-  const __m256i w01 = _mm256_packs_epi32(steps(k), steps(k + lanes));
-  const __m256i w23 = _mm256_packs_epi32(steps(k + 2 * lanes), steps(k + 3 * lanes));
-  lowest = _mm256_min_epi16(lowest, _mm256_min_epi16(w01, w23));
-  const __m256i c01 = _mm256_adds_epi16(w01, g.zero16), c23 = _mm256_adds_epi16(w23, g.zero16);
-  __m256i bytes = Signed ? _mm256_packs_epi16(c01, c23) : _mm256_packus_epi16(c01, c23);
-  if constexpr (Clamp) {
-    bytes = Signed ? _mm256_min_epi8(g.hi8, _mm256_max_epi8(g.lo8, bytes))
-                   : _mm256_min_epu8(g.hi8, _mm256_max_epu8(g.lo8, bytes));
-  }
-  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-  return _mm256_permutevar8x32_epi32(bytes, order);
-}
-
 template <FloatType T, bool Signed, bool Clamp, bool Stream = false>
 inline void saturating_codes32(const void* x, std::int64_t k, __m256 inv, const ByteGrid& g,
                                __m256i& lowest, std::int8_t* codes) {
-  store_bytes32<Stream>(codes + k, saturating_bytes32<T, Signed, Clamp>(x, k, inv, g, lowest));
+  store_bytes32<Stream>(codes + k,
+                        saturating_bytes32<T, ByteRule{Signed, Clamp}>(x, k, inv, g, lowest));
 }
 
 // Elements per block of saturating_blocks: 8 rounds of 32.
@@ -123,7 +65,6 @@ template <FloatType T, bool Signed, bool Clamp, bool Prefetch, bool Stream>
 std::int64_t saturating_blocks_of(const void* x, std::int64_t n, const Lanes& p, Grid grid,
                                   std::int8_t* codes) {
   const ByteGrid g = byte_grid(_mm256_cvtsi256_si32(p.zero), grid);
-  const __m256i floor16 = _mm256_set1_epi16(-32768);
   std::int64_t k = 0;
   for (; k + saturating_block <= n; k += saturating_block) {
     __m256i lowest = _mm256_set1_epi16(32767);
@@ -132,7 +73,7 @@ std::int64_t saturating_blocks_of(const void* x, std::int64_t n, const Lanes& p,
       elementwise_prefetch<Prefetch>(input_at<T>(x, j + 2 * lanes));
       saturating_codes32<T, Signed, Clamp, Stream>(x, j, p.inv, g, lowest, codes);
     }
-    if (_mm256_movemask_epi8(_mm256_cmpeq_epi16(lowest, floor16)) == 0) continue;
+    if (!saturated(lowest)) continue;
     for (std::int64_t j = k; j < k + saturating_block; j += 4 * lanes)
       codes32<T, Stream>(x, j, p.inv, p.lo, p.hi, g.zero16, codes);
   }
@@ -385,200 +326,6 @@ void dequantize_vec__avx2(const void* codes, std::int64_t n, const float* scale,
       out + k);
 }
 
-// Where the per-group loops put the 32 codes (bytes, in order) of element k of the call: as
-// bytes, or as 4-bit fields two per byte (fold_nibbles; k is a multiple of 32).
-struct ByteCodes {
-  std::int8_t* codes;
-  void put(std::int64_t k, __m256i bytes) const { store_bytes32<false>(codes + k, bytes); }
-};
-struct NibbleCodes {
-  std::uint8_t* packed;
-  void put(std::int64_t k, __m256i bytes) const {
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(packed + k / 2), fold_nibbles(bytes));
-  }
-};
-
-// Groups of `size` (V * 32 elements, or group_size when V is 0) through clamped_bytes32, the
-// grid's bounds minus the zero point converted once per change of zero point (once per call for
-// symmetric schemes).
-template <FloatType T, int V, class Out>
-void group_codes(const void* x, std::int64_t groups, std::int64_t group_size,
-                 const float* inv_scale, const std::int32_t* zero_point, Grid grid, Out out) {
-  const std::int64_t size = V > 0 ? V * 4 * lanes : group_size;
-  std::int32_t z = zero_point[0];
-  __m256 lo = _mm256_set1_ps(static_cast<float>(grid.quant_min - z));
-  __m256 hi = _mm256_set1_ps(static_cast<float>(grid.quant_max - z));
-  __m256i zero16 = _mm256_set1_epi16(static_cast<std::int16_t>(z));
-  for (std::int64_t g = 0; g < groups; ++g) {
-    if (zero_point[g] != z) {
-      z = zero_point[g];
-      lo = _mm256_set1_ps(static_cast<float>(grid.quant_min - z));
-      hi = _mm256_set1_ps(static_cast<float>(grid.quant_max - z));
-      zero16 = _mm256_set1_epi16(static_cast<std::int16_t>(z));
-    }
-    const __m256 inv = _mm256_set1_ps(inv_scale[g]);
-    for (std::int64_t k = g * size; k < (g + 1) * size; k += 4 * lanes)
-      out.put(k, clamped_bytes32<T>(x, k, inv, lo, hi, zero16));
-  }
-}
-
-// group_codes on saturating_bytes32 (no float clamp); when a packed step reached -32768 (NaN,
-// huge values) the whole call is redone by group_codes. Prefetches the input after the call's
-// groups (a hint: never faults).
-template <FloatType T, int V, bool Signed, bool Clamp, class Out>
-void saturating_group_codes(const void* x, std::int64_t groups, std::int64_t group_size,
-                            const float* inv_scale, const std::int32_t* zero_point, Grid grid,
-                            Out out) {
-  const std::int64_t size = V > 0 ? V * 4 * lanes : group_size;
-  ByteGrid bytes = byte_grid(zero_point[0], grid);
-  __m256i lowest = _mm256_set1_epi16(32767);
-  for (std::int64_t g = 0; g < groups; ++g) {
-    if (g > 0 && zero_point[g] != zero_point[g - 1])
-      bytes.zero16 = _mm256_set1_epi16(static_cast<std::int16_t>(zero_point[g]));
-    const __m256 inv = _mm256_set1_ps(inv_scale[g]);
-    // The group as far ahead as the call reaches, into L1, where the next run's range pass reads
-    // it: memory keeps streaming while the codes are computed from cache (about 10 % less time at
-    // 256 MB; L1 rather than L2: g128 at 256 MB 14 % less again, docs/performance.md).
-    const char* ahead = static_cast<const char*>(input_at<T>(x, (groups + g) * size));
-    for (std::int64_t b = 0; b < size * (T == FloatType::f32 ? 4 : 2); b += 64)
-      _mm_prefetch(ahead + b, _MM_HINT_T0);
-    for (std::int64_t k = g * size; k < (g + 1) * size; k += 4 * lanes)
-      out.put(k, saturating_bytes32<T, Signed, Clamp>(x, k, inv, bytes, lowest));
-  }
-  if (_mm256_movemask_epi8(_mm256_cmpeq_epi16(lowest, _mm256_set1_epi16(-32768))) != 0)
-    group_codes<T, V>(x, groups, group_size, inv_scale, zero_point, grid, out);
-}
-
-template <FloatType T, int V, class Out>
-void group_codes_for_grid(const void* x, std::int64_t groups, std::int64_t group_size,
-                          const float* inv_scale, const std::int32_t* zero_point, Grid grid,
-                          Out out) {
-  if (grid.quant_min < 0) {
-    if (grid.quant_min == -128 && grid.quant_max == 127) {
-      saturating_group_codes<T, V, true, false>(x, groups, group_size, inv_scale, zero_point, grid,
-                                                out);
-    } else {
-      saturating_group_codes<T, V, true, true>(x, groups, group_size, inv_scale, zero_point, grid,
-                                               out);
-    }
-  } else if (grid.quant_min == 0 && grid.quant_max == 255) {
-    saturating_group_codes<T, V, false, false>(x, groups, group_size, inv_scale, zero_point, grid,
-                                               out);
-  } else {
-    saturating_group_codes<T, V, false, true>(x, groups, group_size, inv_scale, zero_point, grid,
-                                              out);
-  }
-}
-
-// group_codes_for_grid unrolled for the common group sizes 32, 64 and 128; group_size a multiple
-// of 32.
-template <FloatType T, class Out>
-void group_codes_by_size(const void* x, std::int64_t groups, std::int64_t group_size,
-                         const float* inv_scale, const std::int32_t* zero_point, Grid grid,
-                         Out out) {
-  if (group_size == 32) {
-    group_codes_for_grid<T, 1>(x, groups, group_size, inv_scale, zero_point, grid, out);
-  } else if (group_size == 64) {
-    group_codes_for_grid<T, 2>(x, groups, group_size, inv_scale, zero_point, grid, out);
-  } else if (group_size == 128) {
-    group_codes_for_grid<T, 4>(x, groups, group_size, inv_scale, zero_point, grid, out);
-  } else {
-    group_codes_for_grid<T, 0>(x, groups, group_size, inv_scale, zero_point, grid, out);
-  }
-}
-
-// Groups of a multiple of 32 elements go through group_codes_for_grid (unrolled for 32, 64 and
-// 128); other sizes go group by group through quantize__avx2. The grid fits 8 bits.
-template <FloatType T>
-void quantize_groups__avx2(const void* x, std::int64_t groups, std::int64_t group_size,
-                           const float* inv_scale, const float* scale,
-                           const std::int32_t* zero_point, Grid grid, std::int8_t* codes) {
-  if (groups > 0 && group_size % (4 * lanes) == 0) {
-    group_codes_by_size<T>(x, groups, group_size, inv_scale, zero_point, grid, ByteCodes{codes});
-    return;
-  }
-  for (std::int64_t g = 0; g < groups; ++g) {
-    quantize__avx2<T, CodeWidth::b8>(input_at<T>(x, g * group_size), group_size,
-                                     Affine{inv_scale[g], scale[g], zero_point[g]}, grid,
-                                     codes + g * group_size);
-  }
-}
-
-// quantize_groups__avx2 with the codes packed two per byte as they are made (no 8-bit pass in
-// between); group sizes that are not a multiple of 32 go through a scratch, a group at a time.
-template <FloatType T>
-void quantize_groups_int4__avx2(const void* x, std::int64_t groups, std::int64_t group_size,
-                                const float* inv_scale, const float* scale,
-                                const std::int32_t* zero_point, Grid grid, std::uint8_t* packed) {
-  if (groups > 0 && group_size % (4 * lanes) == 0) {
-    group_codes_by_size<T>(x, groups, group_size, inv_scale, zero_point, grid, NibbleCodes{packed});
-    return;
-  }
-  quantize_groups_through_scratch(quantize__avx2<T, CodeWidth::b8>, avx2_table().pack4,
-                                  input_element_bytes<T>, x, groups, group_size, inv_scale, scale,
-                                  zero_point, grid, packed);
-}
-
-// Zero points of 8 affine groups: clamp(qmin - nearbyint(min_neg / scale), qmin, qmax), the
-// difference and the clamp in double as in the spec.
-inline __m256i affine_zero_points(__m256 min_neg, __m256 scale, const RangeRule& rule) {
-  const __m256 steps =
-      _mm256_round_ps(_mm256_div_ps(min_neg, scale), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m256d qmin = _mm256_set1_pd(rule.quant_min), qmax = _mm256_set1_pd(rule.quant_max);
-  const auto clamped = [&](__m128 half) {
-    const __m256d shifted = _mm256_sub_pd(qmin, _mm256_cvtps_pd(half));
-    return _mm256_cvtpd_epi32(_mm256_min_pd(qmax, _mm256_max_pd(qmin, shifted)));
-  };
-  return _mm256_inserti128_si256(_mm256_castsi128_si256(clamped(_mm256_castps256_ps128(steps))),
-                                 clamped(_mm256_extractf128_ps(steps, 1)), 1);
-}
-
-// The spec (qparams_spec.hpp) 8 groups at a time. std::min(v, 0) is _mm256_min_ps(0, v) and
-// std::max likewise (the same operand returned on ties, so the same zero signs); 8 groups whose
-// affine scale overflowed float32 (the spec redoes it in double) and the last groups % 8 go
-// through the scalar spec.
-void group_qparams__avx2(const float* mins, const float* maxs, std::int64_t groups,
-                         const RangeRule& rule, float* inverse, float* scales,
-                         std::int32_t* zero_points) {
-  const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
-  const __m256 eps = _mm256_set1_ps(rule.eps), inf = _mm256_set1_ps(__builtin_inff());
-  const double span = static_cast<double>(rule.quant_max) - rule.quant_min;
-  const __m256 divisor = _mm256_set1_ps(static_cast<float>(rule.symmetric ? span / 2.0 : span));
-  const auto spec = [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t g = begin; g < end; ++g) {
-      const Affine p = group_affine(mins[g], maxs[g], rule);
-      inverse[g] = p.inv_scale;
-      scales[g] = p.scale;
-      zero_points[g] = p.zero_point;
-    }
-  };
-  std::int64_t g = 0;
-  for (; g + lanes <= groups; g += lanes) {
-    const __m256 lo = _mm256_loadu_ps(mins + g), hi = _mm256_loadu_ps(maxs + g);
-    const __m256 none = _mm256_cmp_ps(lo, hi, _CMP_GT_OQ);  // saw nothing finite: [0, 0]
-    const __m256 min_neg = _mm256_min_ps(zero, _mm256_andnot_ps(none, lo));
-    const __m256 max_pos = _mm256_max_ps(zero, _mm256_andnot_ps(none, hi));
-    __m256 scale;
-    if (rule.symmetric) {
-      const __m256 magnitude = _mm256_xor_ps(min_neg, _mm256_set1_ps(-0.0f));
-      scale = _mm256_div_ps(_mm256_max_ps(max_pos, magnitude), divisor);
-    } else {
-      scale = _mm256_div_ps(_mm256_sub_ps(max_pos, min_neg), divisor);
-      if (_mm256_movemask_ps(_mm256_cmp_ps(scale, inf, _CMP_EQ_OQ)) != 0) {
-        spec(g, g + lanes);
-        continue;
-      }
-    }
-    scale = _mm256_max_ps(eps, scale);
-    _mm256_storeu_ps(scales + g, scale);
-    _mm256_storeu_ps(inverse + g, _mm256_div_ps(one, scale));
-    const __m256i z = rule.symmetric ? _mm256_set1_epi32(rule.symmetric_zero_point)
-                                     : affine_zero_points(min_neg, scale, rule);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(zero_points + g), z);
-  }
-  spec(g, groups);
-}
-
 template <FloatType T>
 void fill_for_input(KernelTable& table) {
   const auto t = static_cast<int>(T);
@@ -589,8 +336,6 @@ void fill_for_input(KernelTable& table) {
   table.quantize_vec[t][0] = quantize_vec__avx2<T, CodeWidth::b8>;
   table.quantize_vec[t][1] = quantize_vec__avx2<T, CodeWidth::b16>;
   table.quantize_vec[t][2] = quantize_vec__avx2<T, CodeWidth::b32>;
-  table.quantize_groups[t] = quantize_groups__avx2<T>;
-  table.quantize_groups_int4[t] = quantize_groups_int4__avx2<T>;
   table.fake_quantize[t][0] = fake_quantize__avx2<T>;
   table.fake_quantize_streaming[t][0] = fake_quantize_streaming__avx2<T>;
   table.fake_quantize_vec[t][0] = fake_quantize_vec__avx2<T>;
@@ -607,7 +352,6 @@ void fill_for_code(KernelTable& table) {
 }  // namespace
 
 void fill_quantize_kernels(KernelTable& table) {
-  table.group_qparams = group_qparams__avx2;
   fill_for_input<FloatType::f32>(table);
   fill_for_input<FloatType::f16>(table);
   fill_for_input<FloatType::bf16>(table);

@@ -163,11 +163,11 @@ inline void exact_group(const void* x, std::int64_t begin, std::int64_t end, flo
 // Whole batches of 8 groups of whole vectors (V of them, or group_size / 8 when V is 0): a plain
 // min / max per group (group_bounds), the 8 results reduced into one vector per bound
 // (reduce_lanes8); a batch that holds a NaN (a lane `unordered`) or an infinity (a bound at
-// +-Inf: the plain min / max keep infinities) is re-run on the exact path. Returns the groups
-// done.
+// +-Inf: the plain min / max keep infinities) is re-run on the exact path, and clears `finite`.
+// Returns the groups done.
 template <FloatType T, int V>
 std::int64_t group_batches(const void* x, std::int64_t groups, std::int64_t group_size, float* mins,
-                           float* maxs) {
+                           float* maxs, bool& finite) {
   const std::int64_t size = V > 0 ? V * lanes : group_size;
   const __m256 pos_inf = _mm256_set1_ps(__builtin_inff());
   const __m256 neg_inf = _mm256_set1_ps(-__builtin_inff());
@@ -187,6 +187,7 @@ std::int64_t group_batches(const void* x, std::int64_t groups, std::int64_t grou
       _mm256_storeu_ps(maxs + g, high);
       continue;
     }
+    finite = false;
     for (int i = 0; i < lanes; ++i) {
       const std::int64_t begin = (g + i) * size;
       exact_group<T>(x, begin, begin + size, mins + g + i, maxs + g + i);
@@ -199,21 +200,23 @@ std::int64_t group_batches(const void* x, std::int64_t groups, std::int64_t grou
 // 64 and 128), the last groups % 8 one by one; other group sizes go group by group through
 // minmax__avx2.
 template <FloatType T>
-void minmax_groups__avx2(const void* x, std::int64_t groups, std::int64_t group_size, float* mins,
+bool minmax_groups__avx2(const void* x, std::int64_t groups, std::int64_t group_size, float* mins,
                          float* maxs) {
   if (group_size % lanes != 0) {
+    std::int64_t nonfinite = 0;
     for (std::int64_t g = 0; g < groups; ++g) {
       mins[g] = __builtin_inff();
       maxs[g] = -__builtin_inff();
-      minmax__avx2<T>(input_at<T>(x, g * group_size), group_size, mins + g, maxs + g);
+      nonfinite += minmax__avx2<T>(input_at<T>(x, g * group_size), group_size, mins + g, maxs + g);
     }
-    return;
+    return nonfinite == 0;
   }
+  bool finite = true;
   const std::int64_t done =
-      group_size == 32    ? group_batches<T, 4>(x, groups, group_size, mins, maxs)
-      : group_size == 64  ? group_batches<T, 8>(x, groups, group_size, mins, maxs)
-      : group_size == 128 ? group_batches<T, 16>(x, groups, group_size, mins, maxs)
-                          : group_batches<T, 0>(x, groups, group_size, mins, maxs);
+      group_size == 32    ? group_batches<T, 4>(x, groups, group_size, mins, maxs, finite)
+      : group_size == 64  ? group_batches<T, 8>(x, groups, group_size, mins, maxs, finite)
+      : group_size == 128 ? group_batches<T, 16>(x, groups, group_size, mins, maxs, finite)
+                          : group_batches<T, 0>(x, groups, group_size, mins, maxs, finite);
   for (std::int64_t g = done; g < groups; ++g) {
     const std::int64_t begin = g * group_size;
     __m256 lo, hi, unordered = _mm256_setzero_ps();
@@ -223,9 +226,11 @@ void minmax_groups__avx2(const void* x, std::int64_t groups, std::int64_t group_
       mins[g] = min;
       maxs[g] = max;
     } else {
+      finite = false;
       exact_group<T>(x, begin, begin + group_size, mins + g, maxs + g);
     }
   }
+  return finite;
 }
 
 template <FloatType T>
@@ -350,10 +355,10 @@ inline float exact_group_abs_max(const void* x, std::int64_t begin, std::int64_t
 
 // Whole batches of 8 groups of V vectors (group_size / 8 when V is 0): per group an unsigned max
 // of magnitude bits, the 8 reduced into one vector (reduce_lanes8); a batch with an Inf or NaN is
-// re-run on the exact path. Returns the groups done.
+// re-run on the exact path, and clears `finite`. Returns the groups done.
 template <FloatType T, int V>
 std::int64_t abs_max_batches(const void* x, std::int64_t groups, std::int64_t group_size,
-                             float* abs_maxs) {
+                             float* abs_maxs, bool& finite) {
   const std::int64_t size = V > 0 ? V * lanes : group_size;
   const auto max_bits = [](__m256 a, __m256 b) {
     return _mm256_castsi256_ps(_mm256_max_epu32(_mm256_castps_si256(a), _mm256_castps_si256(b)));
@@ -370,6 +375,7 @@ std::int64_t abs_max_batches(const void* x, std::int64_t groups, std::int64_t gr
       _mm256_storeu_ps(abs_maxs + g, reduced);
       continue;
     }
+    finite = false;
     for (int i = 0; i < lanes; ++i) {
       const std::int64_t begin = (g + i) * size;
       abs_maxs[g + i] = exact_group_abs_max<T>(x, begin, begin + size);
@@ -383,26 +389,33 @@ std::int64_t abs_max_batches(const void* x, std::int64_t groups, std::int64_t gr
 // and 128), the last groups % 8 one by one; group sizes that are not a multiple of 8 go group by
 // group through abs_max__avx2.
 template <FloatType T>
-void abs_max_groups__avx2(const void* x, std::int64_t groups, std::int64_t group_size,
+bool abs_max_groups__avx2(const void* x, std::int64_t groups, std::int64_t group_size,
                           float* abs_maxs) {
   if (group_size % lanes != 0) {
+    std::int64_t nonfinite = 0;
     for (std::int64_t g = 0; g < groups; ++g) {
       abs_maxs[g] = 0.0f;
-      abs_max__avx2<T>(input_at<T>(x, g * group_size), group_size, abs_maxs + g);
+      nonfinite += abs_max__avx2<T>(input_at<T>(x, g * group_size), group_size, abs_maxs + g);
     }
-    return;
+    return nonfinite == 0;
   }
+  bool finite = true;
   const std::int64_t done =
-      group_size == 32    ? abs_max_batches<T, 4>(x, groups, group_size, abs_maxs)
-      : group_size == 64  ? abs_max_batches<T, 8>(x, groups, group_size, abs_maxs)
-      : group_size == 128 ? abs_max_batches<T, 16>(x, groups, group_size, abs_maxs)
-                          : abs_max_batches<T, 0>(x, groups, group_size, abs_maxs);
+      group_size == 32    ? abs_max_batches<T, 4>(x, groups, group_size, abs_maxs, finite)
+      : group_size == 64  ? abs_max_batches<T, 8>(x, groups, group_size, abs_maxs, finite)
+      : group_size == 128 ? abs_max_batches<T, 16>(x, groups, group_size, abs_maxs, finite)
+                          : abs_max_batches<T, 0>(x, groups, group_size, abs_maxs, finite);
   for (std::int64_t g = done; g < groups; ++g) {
     const std::int64_t begin = g * group_size;
     const __m256i top = group_magnitudes<T>(x, begin, begin + group_size);
-    abs_maxs[g] = all_finite(top) ? horizontal_max(_mm256_castsi256_ps(top))
-                                  : exact_group_abs_max<T>(x, begin, begin + group_size);
+    if (all_finite(top)) {
+      abs_maxs[g] = horizontal_max(_mm256_castsi256_ps(top));
+    } else {
+      finite = false;
+      abs_maxs[g] = exact_group_abs_max<T>(x, begin, begin + group_size);
+    }
   }
+  return finite;
 }
 
 template <FloatType T>

@@ -17,6 +17,7 @@ const KernelTable& avx2_table() {
     avx2::fill_quantize_kernels(t);
     avx2::fill_pack_kernels(t);
     avx2::fill_range_kernels(t);
+    avx2::fill_group_kernels(t);
     avx2::fill_requantize_kernels(t);
     avx2::fill_ggml_kernels(t);
     t.gemm = {gemm_u8s8_i32_16c4__avx2, 9};  // 3 slices of 3 panels (docs/performance.md)

@@ -97,7 +97,8 @@ void fake_quantize_vec__reference(const void* x, std::int64_t n, const float* in
 template <FloatType T>
 void quantize_groups__reference(const void* x, std::int64_t groups, std::int64_t group_size,
                                 const float* inv_scale, const float* scale,
-                                const std::int32_t* zero_point, Grid grid, std::int8_t* codes) {
+                                const std::int32_t* zero_point, Grid grid, GroupValues,
+                                std::int8_t* codes) {
   for (std::int64_t g = 0; g < groups; ++g) {
     quantize__reference<T, CodeWidth::b8>(
         static_cast<const char*>(x) + g * group_size * (T == FloatType::f32 ? 4 : 2), group_size,
@@ -108,7 +109,7 @@ void quantize_groups__reference(const void* x, std::int64_t groups, std::int64_t
 template <FloatType T>
 void quantize_groups_int4__reference(const void* x, std::int64_t groups, std::int64_t group_size,
                                      const float* inv_scale, const float* scale,
-                                     const std::int32_t* zero_point, Grid grid,
+                                     const std::int32_t* zero_point, Grid grid, GroupValues,
                                      std::uint8_t* packed) {
   quantize_groups_through_scratch(quantize__reference<T, CodeWidth::b8>, reference_table().pack4,
                                   input_element_bytes<T>, x, groups, group_size, inv_scale, scale,

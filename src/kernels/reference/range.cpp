@@ -33,15 +33,17 @@ std::int64_t minmax_vec__reference(const void* x, std::int64_t n, float* mins, f
 }
 
 template <FloatType T>
-void minmax_groups__reference(const void* x, std::int64_t groups, std::int64_t group_size,
+bool minmax_groups__reference(const void* x, std::int64_t groups, std::int64_t group_size,
                               float* mins, float* maxs) {
+  std::int64_t nonfinite = 0;
   for (std::int64_t g = 0; g < groups; ++g) {
     mins[g] = INFINITY;
     maxs[g] = -INFINITY;
-    minmax__reference<T>(
+    nonfinite += minmax__reference<T>(
         static_cast<const char*>(x) + g * group_size * (T == FloatType::f32 ? 4 : 2), group_size,
         mins + g, maxs + g);
   }
+  return nonfinite == 0;
 }
 
 template <FloatType T>
@@ -68,14 +70,16 @@ std::int64_t abs_max_vec__reference(const void* x, std::int64_t n, float* result
 }
 
 template <FloatType T>
-void abs_max_groups__reference(const void* x, std::int64_t groups, std::int64_t group_size,
+bool abs_max_groups__reference(const void* x, std::int64_t groups, std::int64_t group_size,
                                float* abs_maxs) {
+  std::int64_t nonfinite = 0;
   for (std::int64_t g = 0; g < groups; ++g) {
     abs_maxs[g] = 0.0f;
-    abs_max__reference<T>(
+    nonfinite += abs_max__reference<T>(
         static_cast<const char*>(x) + g * group_size * (T == FloatType::f32 ? 4 : 2), group_size,
         abs_maxs + g);
   }
+  return nonfinite == 0;
 }
 
 template <FloatType T>
