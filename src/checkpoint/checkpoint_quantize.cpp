@@ -1,4 +1,5 @@
 // quantize_checkpoint: a safetensors file quantized tensor by tensor into a lucidq checkpoint.
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <future>
@@ -98,6 +99,22 @@ class Job {
   // Waits until every tensor is written; rethrows a write error.
   void finish() { writer_.wait(); }
 
+  // Round-to-nearest codes of `x` into `codes`, and their qparams: what quantize() does. Groups
+  // take the fused quantize_per_group (one pass over the tensor instead of a range pass and a
+  // codes pass; the same result) and copy its codes, which are an eighth to a quarter of the
+  // tensor's bytes.
+  static QParams quantize_rtn(const TensorView& x, const QuantSettings& s,
+                              std::span<std::uint8_t> codes) {
+    if (s.group_size > 0 && is_per_channel(s.qscheme)) {
+      QuantizedTensor q = quantize_per_group(x, s.qscheme, s.qdtype, s.axis, s.group_size);
+      std::copy(q.storage().begin(), q.storage().end(), codes.begin());
+      return q.qparams();
+    }
+    QParams chosen = choose_qparams(x, s.qscheme, s.qdtype, s.axis, s.group_size);
+    quantize_into(x, chosen, codes);
+    return chosen;
+  }
+
   // The quantizer's codes for `x` copied into `codes`, or nullopt to use RTN.
   std::optional<QParams> custom_codes(const SafetensorsEntry& entry, const TensorView& x,
                                       const QuantSettings& s, std::span<std::uint8_t> codes,
@@ -149,16 +166,13 @@ class Job {
       });
       x = narrowed.view();
     }
-    // choose_qparams + quantize_into is what quantize() does.
     const QuantSettings& s = *plan.settings;
     const std::span<std::uint8_t> codes = codes_for(s.qdtype.storage_bytes(x.numel()));
     const QParams qparams = for_tensor(file_, entry.name, [&] {
       if (options_.quantizer) {
         if (auto custom = custom_codes(entry, x, s, codes, report)) return std::move(*custom);
       }
-      QParams chosen = choose_qparams(x, s.qscheme, s.qdtype, s.axis, s.group_size);
-      quantize_into(x, chosen, codes);
-      return chosen;
+      return quantize_rtn(x, s, codes);
     });
     report.metrics = for_tensor(file_, entry.name,
                                 [&] { return detail::streaming_error_metrics(x, qparams, codes); });
