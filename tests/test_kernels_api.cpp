@@ -366,6 +366,102 @@ TEST(QuantizePerGroup, FiniteRunsAndTinyEpsEqualTwoStep) {
   }
 }
 
+// choose_qparams for groups runs the range and qparams kernels in runs (detail::
+// choose_group_qparams); it must equal its definition, observe_range then calculate_qparams, for
+// groups along every axis, cut groups, empty tensors, NaN / Inf / nothing finite, every width of
+// grid (16 and 32 bits too), both schemes, each input type, 1 and 2 threads.
+TEST(ChooseQparams, PerGroupEqualsObserveRangeThenCalculate) {
+  std::mt19937_64 rng(Q::testing::test_seed());
+  RuntimeGuard guard;
+  const std::vector<std::pair<Q::Shape, std::vector<std::pair<int, std::int64_t>>>> cases = {
+      {{0, 64}, {{1, 32}, {0, 4}}},
+      {{3, 0}, {{1, 32}}},
+      {{5, 7}, {{1, 3}, {0, 2}, {-1, 7}, {1, 100}}},
+      {{4, 256}, {{1, 32}, {1, 128}, {0, 3}}},
+      {{2, 3, 40}, {{2, 8}, {1, 2}, {0, 1}}},
+      {{33, 4096}, {{1, 32}, {1, 128}}}};
+  for (const Q::ScalarType type : input_types) {
+    for (const auto& [shape, groups] : cases) {
+      const Q::Tensor x = make_input(shape, type, rng);
+      for (const int threads : {1, 2}) {
+        Q::set_num_threads(threads);
+        for (const auto& [axis, group] : groups) {
+          for (const Q::QDtype& dtype : all_dtypes) {
+            for (const Q::QScheme scheme : {Q::per_channel_affine, Q::per_channel_symmetric}) {
+              const Q::RangeStats range = Q::observe_range(x, scheme, axis, group);
+              const Q::QParams expected =
+                  Q::calculate_qparams(range.min, range.max, scheme, dtype, axis);
+              const Q::QParams actual = Q::choose_qparams(x, scheme, dtype, axis, group);
+              const std::string at = Q::describe(actual) + " on " + Q::to_string(shape) + " " +
+                                     Q::to_string(type) + ", threads " + std::to_string(threads);
+              EXPECT_EQ(actual.scale, expected.scale) << at;
+              EXPECT_EQ(actual.zero_point, expected.zero_point) << at;
+              EXPECT_EQ(actual.group_size, group) << at;
+              EXPECT_EQ(actual.ch_axis, axis) << at;
+              EXPECT_EQ(actual.qdtype, dtype) << at;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// quantize with given per-group parameters (groups along the last axis go through the per-group
+// kernels in runs; along an outer axis, per element) against its definition, quantize_value per
+// element: the caller's scales (tiny, huge, ties) and zero points anywhere on the grid, groups cut
+// by a row's end, odd and even dims and group sizes (4-bit codes by runs only when every group
+// starts on a byte), NaN / Inf inputs, each tier the CPU has, 1 and 2 threads.
+TEST(QuantizePerGroup, GivenParametersEqualQuantizeValue) {
+  const std::uint64_t seed = Q::testing::test_seed();
+  std::mt19937_64 rng(seed);
+  RuntimeGuard guard;
+  const float scales[] = {1.0f, 0.5f, 0.03125f, 3e-3f, 7.0f, 1e-30f, 1e20f};
+  const std::vector<std::tuple<Q::Shape, int, std::int64_t>> cases = {
+      {{5, 256}, 1, 32}, {{3, 300}, 1, 128}, {{4, 70}, 1, 6}, {{4, 70}, 1, 7},
+      {{3, 33}, 1, 8},   {{6, 40}, 0, 4},    {{2, 4096}, 1, 32}};
+  for (const auto& [shape, axis, group] : cases) {
+    const Q::Tensor x = make_input(shape, Q::ScalarType::float32, rng);
+    const std::int64_t rows = shape[0], cols = shape[1];
+    const std::int64_t dim = shape[static_cast<std::size_t>(axis)];
+    const std::int64_t groups = (dim + group - 1) / group;
+    const std::size_t slots = static_cast<std::size_t>(axis == 1 ? rows * groups : groups * cols);
+    for (const Q::QDtype& dtype : {Q::qint8, Q::quint8, Q::qint4, Q::quint4, Q::qint2,
+                                   Q::quint8.with_range(0, 100)}) {
+      std::vector<float> scale(slots);
+      std::vector<std::int32_t> zero_point(slots);
+      std::uniform_int_distribution<std::size_t> pick(0, std::size(scales) - 1);
+      std::uniform_int_distribution<std::int32_t> zero(static_cast<std::int32_t>(dtype.quant_min()),
+                                                       static_cast<std::int32_t>(dtype.quant_max()));
+      for (std::size_t i = 0; i < slots; ++i) {
+        scale[i] = scales[pick(rng)];
+        zero_point[i] = zero(rng);
+      }
+      const Q::QParams qp = Q::QParams::per_group(scale, zero_point, axis, group, dtype,
+                                                  Q::per_channel_affine);
+      std::vector<std::int32_t> expected(static_cast<std::size_t>(rows * cols));
+      const float* v = x.data_as<float>();
+      for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t c = 0; c < cols; ++c) {
+          const auto slot = static_cast<std::size_t>(axis == 1 ? r * groups + c / group
+                                                               : (r / group) * cols + c);
+          expected[static_cast<std::size_t>(r * cols + c)] =
+              Q::quantize_value(v[r * cols + c], scale[slot], zero_point[slot], dtype);
+        }
+      }
+      for (const Q::Isa isa : Q::supported_isas()) {
+        Q::set_isa(isa);
+        for (const int threads : {1, 2}) {
+          Q::set_num_threads(threads);
+          EXPECT_EQ(Q::quantize(x, qp).int_repr(), expected)
+              << Q::describe(qp) << " on " << Q::to_string(shape) << ", tier "
+              << Q::to_string(isa) << ", threads " << threads << ", seed " << seed;
+        }
+      }
+    }
+  }
+}
+
 TEST(QuantizePerGroup, RejectsBadArguments) {
   const std::vector<float> v(8, 1.0f);
   const Q::TensorView x(v);

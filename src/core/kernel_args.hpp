@@ -98,7 +98,7 @@ class InverseScales {
 
  private:
   float one_ = 0.0f;
-  std::vector<float> many_;
+  ParamArray<float> many_;  // large ones are reused huge-page mappings (param_array.hpp)
 };
 
 /// Throws Error naming `what` unless x is float32, float16 or bfloat16.

@@ -18,6 +18,13 @@ kernels::RangeRule range_rule(QScheme qscheme, const QDtype& qdtype, float eps);
 std::pair<float, std::int32_t> qparams_for_range(float min_val, float max_val, QScheme qscheme,
                                                  const QDtype& qdtype, float eps);
 
+/// choose_qparams for per-group schemes on float32 / float16 / bfloat16 input: the parameters of
+/// quantize_per_group without its codes (runs of groups through the range and qparams kernels;
+/// src/core/quantize_per_group.cpp). The same QParams as observe_range then calculate_qparams.
+/// Throws Error (named choose_qparams) for a bad axis, group size or eps.
+QParams choose_group_qparams(const TensorView& x, QScheme qscheme, QDtype qdtype, int ch_axis,
+                             std::int64_t group_size, float eps);
+
 /// QParams::validate_for without the per-entry checks (lengths, scheme, group_size and the count
 /// input_shape implies): for parameters this formula made, whose every entry is valid by
 /// construction. Throws Error as validate_for does.

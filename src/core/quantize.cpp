@@ -87,10 +87,55 @@ struct AffineJob {
            kernels::streams_byte_output(n, static_cast<std::int64_t>(x_element_size));
   }
 
+  // Groups along the last axis whose codes the per-group kernels make, many groups a call: 8-bit
+  // codes, or 4-bit codes packed when every group starts on a byte (even dim and group size).
+  bool codes_by_groups() const {
+    if (!layout.groups_contiguous() || std::int64_t{grid.quant_max} - grid.quant_min > 255)
+      return false;
+    const Storage storage = qparams.qdtype.storage();
+    const int bits = detail::packed_bits(storage);
+    return bits == 0 ? detail::code_bytes(storage) == 1
+                     : bits == 4 && layout.dim % 2 == 0 && layout.group_size % 2 == 0;
+  }
+
+  // The codes of elements [begin, end) (begin byte aligned) by codes_by_groups: runs of whole
+  // groups in calls of at most 8 KB of input (the kernels prefetch a call's length ahead), a cut
+  // group on its own. The parameters are the caller's: GroupValues::any.
+  void quantize_groups(std::int64_t begin, std::int64_t end, std::uint8_t* out) const {
+    const bool packed = detail::packed_bits(qparams.qdtype.storage()) == 4;
+    const std::int64_t group_bytes = layout.group_size * static_cast<std::int64_t>(x_element_size);
+    const std::int64_t max_groups = std::clamp<std::int64_t>(8192 / group_bytes, 1, 128);
+    const auto groups = [&](std::int64_t b, std::int64_t count, std::int64_t size,
+                            std::int64_t slot) {
+      const auto s = static_cast<std::size_t>(slot);
+      const float* inv = inverse.data() + s;
+      const float* scale = qparams.scale.data() + s;
+      const std::int32_t* zero_point = qparams.zero_point.data() + s;
+      if (packed) {
+        kernels.quantize_groups_int4[float_index](input_at(b), count, size, inv, scale, zero_point,
+                                                  grid, kernels::GroupValues::any, out + b / 2);
+      } else {
+        kernels.quantize_groups[float_index](input_at(b), count, size, inv, scale, zero_point, grid,
+                                             kernels::GroupValues::any,
+                                             reinterpret_cast<std::int8_t*>(out) + b);
+      }
+    };
+    layout.for_each_group_run(
+        begin, end, max_groups,
+        [&](std::int64_t b, std::int64_t count, std::int64_t slot) {
+          groups(b, count, layout.group_size, slot);
+        },
+        [&](std::int64_t b, std::int64_t e, std::int64_t slot) { groups(b, 1, e - b, slot); });
+  }
+
   // The codes of elements [begin, end) into storage `out` (begin byte aligned); streaming: as
   // streams_codes of the whole output.
   void quantize_range(std::int64_t begin, std::int64_t end, bool streaming,
                       std::uint8_t* out) const {
+    if (codes_by_groups()) {
+      quantize_groups(begin, end, out);
+      return;
+    }
     const Storage storage = qparams.qdtype.storage();
     const int bits = detail::packed_bits(storage);
     if (bits == 0) {

@@ -162,9 +162,12 @@ struct FusedJob {
     return std::clamp<std::int64_t>(run_bytes / group_bytes, 1, run_groups);
   }
 
+  // Whether runs of whole groups can take the per-group codes kernels: codes of at most 8 bits.
+  bool codes_in_runs() const { return std::int64_t{grid.quant_max} - grid.quant_min <= 255; }
+
   // Whole groups from unit u on (at most run_capacity(), before `last`); inner == 1 only.
   std::int64_t whole_groups(std::int64_t u, std::int64_t last) const {
-    if (layout.inner != 1 || std::int64_t{grid.quant_max} - grid.quant_min > 255) return 0;
+    if (layout.inner != 1) return 0;
     // Every group of a row is whole but (when group_size does not divide dim) its last.
     const std::int64_t in_row = u % layout.groups;
     const bool last_is_whole = layout.dim % layout.group_size == 0;
@@ -220,10 +223,23 @@ struct FusedJob {
 
 }  // namespace
 
-QuantizedTensor quantize_per_group(const TensorView& x, QScheme qscheme, QDtype qdtype, int ch_axis,
-                                   std::int64_t group_size, float eps) {
+namespace {
+
+// The work of one thread: units [first, last), with scratch for one unit's ranges and
+// reciprocals (`inner` slots each) and for one run.
+struct Piece {
+  std::int64_t first, last;
+  std::span<float> mins, maxs, inverse;
+  FusedJob::Run& run;
+};
+
+// Validates quantize_per_group's arguments (errors named `what`), makes the per-group QParams with
+// their arrays unset, and calls work(job, piece) for each thread's piece of the units, which
+// must write every entry of the arrays.
+template <class Work>
+QParams per_group_pieces(const TensorView& x, QScheme qscheme, QDtype qdtype, int ch_axis,
+                         std::int64_t group_size, float eps, const char* what, Work&& work) {
   using namespace detail;
-  const char* what = "quantize_per_group";
   if (!is_per_channel(qscheme)) {
     throw Error(std::string(what) + ": qscheme = " + to_string(qscheme) +
                 " (expected per_channel_affine or per_channel_symmetric)");
@@ -241,14 +257,9 @@ QuantizedTensor quantize_per_group(const TensorView& x, QScheme qscheme, QDtype 
   qparams.ch_axis = ch_axis;
   qparams.group_size = group_size;
   // Large parameter arrays are huge-page mappings, reused across calls, and left unset until the
-  // runs below write every entry (ParamArray).
+  // pieces write every entry (ParamArray).
   qparams.scale.resize(static_cast<std::size_t>(layout.slots()));
   qparams.zero_point.resize(static_cast<std::size_t>(layout.slots()));
-  // Every byte is written below (packed storage byte-aligned per piece, the last byte's unused
-  // bits zeroed by the pack kernel): a reused mapping, no fresh page faults (tensor.hpp).
-  ByteBuffer storage =
-      ByteBuffer::uninitialized(static_cast<std::size_t>(qdtype.storage_bytes(x.numel())));
-
   const FusedJob job{kernels::active(),
                      static_cast<const unsigned char*>(x.data),
                      element_size(x.type),
@@ -266,67 +277,107 @@ QuantizedTensor quantize_per_group(const TensorView& x, QScheme qscheme, QDtype 
   const std::vector<std::int64_t> bounds = unit_boundaries(layout, units, pieces, piece_alignment);
   const auto inner = static_cast<std::size_t>(layout.inner);
   std::vector<float> scratch(static_cast<std::size_t>(pieces) * inner * 3);  // mins, maxs, 1/s
-  const Storage kind = qdtype.storage();
-  const int bits = packed_bits(kind);
-  const int width = bits ? static_cast<int>(kernels::CodeWidth::b8) : code_width_index(kind);
-  const int bytes = code_bytes(kind);
   kernels::parallel_pieces(units, pieces, 1, [&](int p, std::int64_t, std::int64_t) {
     const std::int64_t first = bounds[static_cast<std::size_t>(p)];
     const std::int64_t last = bounds[static_cast<std::size_t>(p) + 1];
     if (first >= last) return;
     float* base = scratch.data() + static_cast<std::size_t>(p) * inner * 3;
-    const std::span<float> mins(base, inner), maxs(base + inner, inner),
-        inverse(base + 2 * inner, inner);
     auto run = std::make_unique<FusedJob::Run>();
-    if (bits == 0) {
-      for (std::int64_t u = first; u < last; ++u) {
-        if (const std::int64_t n = bytes == 1 ? job.whole_groups(u, last) : 0; n > 0) {
-          job.choose_run(u, n, *run);
-          const std::int64_t end = run->begin + n * layout.group_size;
-          job.quantize_run(*run, run->begin, end,
-                           reinterpret_cast<std::int8_t*>(storage.data()) + run->begin);
-          u += n - 1;
-          continue;
-        }
-        job.choose(u, mins, maxs, inverse);
-        const Unit unit = unit_at(layout, u);
-        const std::int64_t end = unit.begin + unit.rows * layout.inner;
-        job.quantize(u, unit.begin, end, inverse, width, storage.data() + unit.begin * bytes,
-                     bytes);
-      }
-      return;
-    }
-    PackedSink sink(bits == 4 ? job.k.pack4 : job.k.pack2, bits, storage.data(),
-                    unit_at(layout, first).begin);
-    for (std::int64_t u = first; u < last; ++u) {
-      if (const std::int64_t n = job.whole_groups(u, last); n > 0) {
-        job.choose_run(u, n, *run);
-        const std::int64_t end = run->begin + n * layout.group_size;
-        if (bits == 4 && run->begin % 2 == 0 && layout.group_size % 2 == 0) {
-          // Codes packed as they are made, straight into the storage (byte aligned).
-          job.k.quantize_groups_int4[job.t](job.at(run->begin), n, layout.group_size, run->inverse,
-                                            run->scales, run->zero_points, job.grid, run->values,
-                                            storage.data() + run->begin / 2);
-          sink.skip_to(end);
-          u += n - 1;
-          continue;
-        }
-        sink.emit(run->begin, end, [&](std::int64_t b, std::int64_t e, std::int8_t* dst) {
-          job.quantize_run(*run, b, e, dst);
-        });
-        u += n - 1;
-        continue;
-      }
-      job.choose(u, mins, maxs, inverse);
-      const Unit unit = unit_at(layout, u);
-      sink.emit(unit.begin, unit.begin + unit.rows * layout.inner,
-                [&](std::int64_t b, std::int64_t e, std::int8_t* dst) {
-                  job.quantize(u, b, e, inverse, width, dst, 1);
-                });
-    }
-    sink.flush();
+    work(job,
+         Piece{first, last, std::span<float>(base, inner), std::span<float>(base + inner, inner),
+               std::span<float>(base + 2 * inner, inner), *run});
   });
+  return qparams;
+}
+
+}  // namespace
+
+QuantizedTensor quantize_per_group(const TensorView& x, QScheme qscheme, QDtype qdtype, int ch_axis,
+                                   std::int64_t group_size, float eps) {
+  using namespace detail;
+  // Every byte is written below (packed storage byte-aligned per piece, the last byte's unused
+  // bits zeroed by the pack kernel): a reused mapping, no fresh page faults (tensor.hpp).
+  ByteBuffer storage =
+      ByteBuffer::uninitialized(static_cast<std::size_t>(qdtype.storage_bytes(x.numel())));
+  const Storage kind = qdtype.storage();
+  const int bits = packed_bits(kind);
+  const int width = bits ? static_cast<int>(kernels::CodeWidth::b8) : code_width_index(kind);
+  const int bytes = code_bytes(kind);
+  QParams qparams = per_group_pieces(
+      x, qscheme, qdtype, ch_axis, group_size, eps, "quantize_per_group",
+      [&](const FusedJob& job, const Piece& piece) {
+        const ParamLayout& layout = job.layout;
+        FusedJob::Run& run = piece.run;
+        const bool runs = job.codes_in_runs();
+        if (bits == 0) {
+          for (std::int64_t u = piece.first; u < piece.last; ++u) {
+            if (const std::int64_t n = runs && bytes == 1 ? job.whole_groups(u, piece.last) : 0;
+                n > 0) {
+              job.choose_run(u, n, run);
+              const std::int64_t end = run.begin + n * layout.group_size;
+              job.quantize_run(run, run.begin, end,
+                               reinterpret_cast<std::int8_t*>(storage.data()) + run.begin);
+              u += n - 1;
+              continue;
+            }
+            job.choose(u, piece.mins, piece.maxs, piece.inverse);
+            const Unit unit = unit_at(layout, u);
+            const std::int64_t end = unit.begin + unit.rows * layout.inner;
+            job.quantize(u, unit.begin, end, piece.inverse, width,
+                         storage.data() + unit.begin * bytes, bytes);
+          }
+          return;
+        }
+        PackedSink sink(bits == 4 ? job.k.pack4 : job.k.pack2, bits, storage.data(),
+                        unit_at(layout, piece.first).begin);
+        for (std::int64_t u = piece.first; u < piece.last; ++u) {
+          if (const std::int64_t n = runs ? job.whole_groups(u, piece.last) : 0; n > 0) {
+            job.choose_run(u, n, run);
+            const std::int64_t end = run.begin + n * layout.group_size;
+            if (bits == 4 && run.begin % 2 == 0 && layout.group_size % 2 == 0) {
+              // Codes packed as they are made, straight into the storage (byte aligned).
+              job.k.quantize_groups_int4[job.t](job.at(run.begin), n, layout.group_size,
+                                                run.inverse, run.scales, run.zero_points, job.grid,
+                                                run.values, storage.data() + run.begin / 2);
+              sink.skip_to(end);
+              u += n - 1;
+              continue;
+            }
+            sink.emit(run.begin, end, [&](std::int64_t b, std::int64_t e, std::int8_t* dst) {
+              job.quantize_run(run, b, e, dst);
+            });
+            u += n - 1;
+            continue;
+          }
+          job.choose(u, piece.mins, piece.maxs, piece.inverse);
+          const Unit unit = unit_at(layout, u);
+          sink.emit(unit.begin, unit.begin + unit.rows * layout.inner,
+                    [&](std::int64_t b, std::int64_t e, std::int8_t* dst) {
+                      job.quantize(u, b, e, piece.inverse, width, dst, 1);
+                    });
+        }
+        sink.flush();
+      });
   return QuantizedTensor(x.shape, std::move(qparams), std::move(storage), detail::FormulaParams{});
 }
+
+namespace detail {
+
+QParams choose_group_qparams(const TensorView& x, QScheme qscheme, QDtype qdtype, int ch_axis,
+                             std::int64_t group_size, float eps) {
+  return per_group_pieces(x, qscheme, qdtype, ch_axis, group_size, eps, "choose_qparams",
+                          [](const FusedJob& job, const Piece& piece) {
+                            for (std::int64_t u = piece.first; u < piece.last; ++u) {
+                              if (const std::int64_t n = job.whole_groups(u, piece.last); n > 0) {
+                                job.choose_run(u, n, piece.run);
+                                u += n - 1;
+                              } else {
+                                job.choose(u, piece.mins, piece.maxs, piece.inverse);
+                              }
+                            }
+                          });
+}
+
+}  // namespace detail
 
 }  // namespace lucid::quantization

@@ -82,6 +82,32 @@ struct ParamLayout {
     }
   }
 
+  /// Whether the groups lie along the last axis: each group a contiguous run of elements.
+  bool groups_contiguous() const { return kind == Kind::per_group && inner == 1; }
+
+  /// For groups_contiguous() layouts: tiles [first, last) in order with whole(begin, count, slot)
+  /// for runs of 1 to max_groups whole groups of group_size elements (within one row) and
+  /// part(begin, end, slot) for a group cut by first, last or the row's end.
+  template <class Whole, class Part>
+  void for_each_group_run(std::int64_t first, std::int64_t last, std::int64_t max_groups,
+                          Whole&& whole, Part&& part) const {
+    for (std::int64_t p = first; p < last;) {
+      const std::int64_t row = p / dim, d = p % dim;
+      const std::int64_t slot = row * groups + d / group_size;
+      const std::int64_t row_end = std::min(last, (row + 1) * dim);
+      const std::int64_t count =
+          d % group_size == 0 ? std::min(max_groups, (row_end - p) / group_size) : 0;
+      if (count > 0) {
+        whole(p, count, slot);
+        p += count * group_size;
+        continue;
+      }
+      const std::int64_t stop = std::min(row_end, p - d % group_size + group_size);
+      part(p, stop, slot);
+      p = stop;
+    }
+  }
+
   /// Calls f(flat_index, slot) for every element in row-major order.
   template <class F>
   void for_each(F&& f) const {
