@@ -162,21 +162,21 @@ TEST(Quantize, BadInputIsAClearError) {
       "code[0] = -128 is outside qint8[-127,127]");
 }
 
-// The constructor for parameters the formula made (quantize_per_group's) skips the per-entry
+// The constructor for parameters known valid (quantize_per_group's, quantize's) skips the per-entry
 // pass but still checks their layout and the storage.
-TEST(QuantizedTensor, FormulaParamsStillHaveTheirLayoutChecked) {
-  const Q::detail::FormulaParams formula;
+TEST(QuantizedTensor, ValidParamsStillHaveTheirLayoutChecked) {
+  const Q::detail::ValidParams valid;
   const auto bytes = [](std::size_t n) { return Q::ByteBuffer::zeroed(n); };
   const Q::QParams groups = Q::QParams::per_group({0.5f, 0.25f}, {0, 0}, 1, 2, Q::qint4);
-  const Q::QuantizedTensor ok({1, 4}, groups, bytes(2), formula);
+  const Q::QuantizedTensor ok({1, 4}, groups, bytes(2), valid);
   EXPECT_EQ(ok.qparams().scale.size(), 2u);
-  EXPECT_ERROR_CONTAINS(Q::QuantizedTensor({1, 6}, groups, bytes(3), formula),
+  EXPECT_ERROR_CONTAINS(Q::QuantizedTensor({1, 6}, groups, bytes(3), valid),
                         "2 scales for input shape [1, 6]");
-  EXPECT_ERROR_CONTAINS(Q::QuantizedTensor({1, 4}, groups, bytes(3), formula),
+  EXPECT_ERROR_CONTAINS(Q::QuantizedTensor({1, 4}, groups, bytes(3), valid),
                         "storage holds 3 bytes but shape [1, 4] of qint4 needs 2");
   Q::QParams uneven = groups;
   uneven.zero_point.push_back(0);
-  EXPECT_ERROR_CONTAINS(Q::QuantizedTensor({1, 4}, uneven, bytes(2), formula),
+  EXPECT_ERROR_CONTAINS(Q::QuantizedTensor({1, 4}, uneven, bytes(2), valid),
                         "scale has 2 entries but zero_point has 3");
   Q::QParams bad_entry = groups;
   bad_entry.scale[1] = -1.0f;

@@ -277,7 +277,7 @@ QuantizedTensor quantize(const TensorView& x, const QParams& qparams) {
   ByteBuffer storage =
       ByteBuffer::uninitialized(static_cast<std::size_t>(qparams.qdtype.storage_bytes(x.numel())));
   quantize_unchecked(x, qparams, storage.data());
-  return QuantizedTensor(x.shape, qparams, std::move(storage));
+  return QuantizedTensor(x.shape, qparams, std::move(storage), detail::ValidParams{});  // checked
 }
 
 void quantize_into(const TensorView& x, const QParams& qparams, std::span<std::uint8_t> out) {

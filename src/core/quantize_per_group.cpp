@@ -358,7 +358,7 @@ QuantizedTensor quantize_per_group(const TensorView& x, QScheme qscheme, QDtype 
         }
         sink.flush();
       });
-  return QuantizedTensor(x.shape, std::move(qparams), std::move(storage), detail::FormulaParams{});
+  return QuantizedTensor(x.shape, std::move(qparams), std::move(storage), detail::ValidParams{});
 }
 
 namespace detail {

@@ -18,7 +18,7 @@ QuantizedTensor::QuantizedTensor(Shape shape, QParams qparams, ByteBuffer storag
 }
 
 QuantizedTensor::QuantizedTensor(Shape shape, QParams qparams, ByteBuffer storage,
-                                 detail::FormulaParams)
+                                 detail::ValidParams)
     : shape_(std::move(shape)), qparams_(std::move(qparams)), storage_(std::move(storage)) {
   detail::validate_layout_for(qparams_, shape_);
   check_storage();

@@ -11,8 +11,9 @@
 namespace lucid::quantization {
 
 namespace detail {
-/// Tag of QuantizedTensor's constructor for parameters that calculate_qparams' formula made.
-struct FormulaParams {};
+/// Tag of QuantizedTensor's constructor for parameters known valid for the tensor's shape: made
+/// by calculate_qparams' formula, or already checked by QParams::validate_for.
+struct ValidParams {};
 }  // namespace detail
 
 /// The seed's "sidecar" design: integer codes and the parameters that map
@@ -26,10 +27,11 @@ class QuantizedTensor {
   QuantizedTensor(Shape shape, QParams qparams, ByteBuffer storage);
   /// As above, copying the bytes of `storage` into a ByteBuffer.
   QuantizedTensor(Shape shape, QParams qparams, const std::vector<std::uint8_t>& storage);
-  /// Internal (the fused quantizers): as the first, for parameters calculate_qparams' formula made,
-  /// whose every entry is valid by construction; checks their layout but not each entry again
-  /// (megabytes of per-group parameters, no longer in cache by then).
-  QuantizedTensor(Shape shape, QParams qparams, ByteBuffer storage, detail::FormulaParams);
+  /// Internal (the quantizers): as the first, for parameters whose every entry is known valid
+  /// (calculate_qparams' formula made them, or the caller validated them for this shape); checks
+  /// their layout but not each entry again (megabytes of per-group parameters, no longer in cache
+  /// by then).
+  QuantizedTensor(Shape shape, QParams qparams, ByteBuffer storage, detail::ValidParams);
 
   const Shape& shape() const { return shape_; }
   std::int64_t numel() const { return shape_numel(shape_); }
