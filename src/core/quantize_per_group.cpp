@@ -233,13 +233,10 @@ struct Piece {
   FusedJob::Run& run;
 };
 
-// Validates quantize_per_group's arguments (errors named `what`), makes the per-group QParams with
-// their arrays unset, and calls work(job, piece) for each thread's piece of the units, which
-// must write every entry of the arrays.
-template <class Work>
-QParams per_group_pieces(const TensorView& x, QScheme qscheme, QDtype qdtype, int ch_axis,
-                         std::int64_t group_size, float eps, const char* what, Work&& work) {
-  using namespace detail;
+// Throws Error naming `what` unless the scheme is per-channel, group_size >= 1, x is float32 /
+// float16 / bfloat16 and eps is valid.
+void check_per_group_arguments(const TensorView& x, QScheme qscheme, QDtype qdtype,
+                               std::int64_t group_size, float eps, const char* what) {
   if (!is_per_channel(qscheme)) {
     throw Error(std::string(what) + ": qscheme = " + to_string(qscheme) +
                 " (expected per_channel_affine or per_channel_symmetric)");
@@ -248,8 +245,17 @@ QParams per_group_pieces(const TensorView& x, QScheme qscheme, QDtype qdtype, in
     throw Error(std::string(what) + ": group_size = " + std::to_string(group_size) +
                 " (expected >= 1)");
   }
-  check_kernel_input(x, what);
+  detail::check_kernel_input(x, what);
   calculate_qparams(0.0f, 0.0f, QScheme::PER_TENSOR_AFFINE, qdtype, eps);  // validates eps
+}
+
+// Makes the per-group QParams of valid arguments (check_per_group_arguments) with their arrays
+// unset, and calls work(job, piece) for each thread's piece of the units, which must write every
+// entry of the arrays. Throws Error for a bad axis.
+template <class Work>
+QParams per_group_pieces(const TensorView& x, QScheme qscheme, QDtype qdtype, int ch_axis,
+                         std::int64_t group_size, float eps, Work&& work) {
+  using namespace detail;
   const ParamLayout layout = ParamLayout::make(x.shape, qscheme, ch_axis, group_size);
   QParams qparams;
   qparams.qscheme = qscheme;
@@ -295,6 +301,7 @@ QParams per_group_pieces(const TensorView& x, QScheme qscheme, QDtype qdtype, in
 QuantizedTensor quantize_per_group(const TensorView& x, QScheme qscheme, QDtype qdtype, int ch_axis,
                                    std::int64_t group_size, float eps) {
   using namespace detail;
+  check_per_group_arguments(x, qscheme, qdtype, group_size, eps, "quantize_per_group");
   // Every byte is written below (packed storage byte-aligned per piece, the last byte's unused
   // bits zeroed by the pack kernel): a reused mapping, no fresh page faults (tensor.hpp).
   ByteBuffer storage =
@@ -304,8 +311,7 @@ QuantizedTensor quantize_per_group(const TensorView& x, QScheme qscheme, QDtype 
   const int width = bits ? static_cast<int>(kernels::CodeWidth::b8) : code_width_index(kind);
   const int bytes = code_bytes(kind);
   QParams qparams = per_group_pieces(
-      x, qscheme, qdtype, ch_axis, group_size, eps, "quantize_per_group",
-      [&](const FusedJob& job, const Piece& piece) {
+      x, qscheme, qdtype, ch_axis, group_size, eps, [&](const FusedJob& job, const Piece& piece) {
         const ParamLayout& layout = job.layout;
         FusedJob::Run& run = piece.run;
         const bool runs = job.codes_in_runs();
@@ -365,7 +371,8 @@ namespace detail {
 
 QParams choose_group_qparams(const TensorView& x, QScheme qscheme, QDtype qdtype, int ch_axis,
                              std::int64_t group_size, float eps) {
-  return per_group_pieces(x, qscheme, qdtype, ch_axis, group_size, eps, "choose_qparams",
+  check_per_group_arguments(x, qscheme, qdtype, group_size, eps, "choose_qparams");
+  return per_group_pieces(x, qscheme, qdtype, ch_axis, group_size, eps,
                           [](const FusedJob& job, const Piece& piece) {
                             for (std::int64_t u = piece.first; u < piece.last; ++u) {
                               if (const std::int64_t n = job.whole_groups(u, piece.last); n > 0) {
