@@ -101,7 +101,7 @@ std::vector<std::uint8_t> bytes_of(const void* data, std::size_t size) {
 // Every output of the API for one input, as raw bytes (floats compared bit for bit).
 std::vector<std::vector<std::uint8_t>> all_outputs(const Q::Tensor& x) {
   std::vector<std::vector<std::uint8_t>> out;
-  const auto add_floats = [&](const std::vector<float>& v) {
+  const auto add_floats = [&](std::span<const float> v) {
     out.push_back(bytes_of(v.data(), v.size() * sizeof(float)));
   };
   for (const Granularity& g : granularities(x.shape().size())) {
@@ -418,7 +418,7 @@ TEST(QuantizePerGroup, GivenParametersEqualQuantizeValue) {
   RuntimeGuard guard;
   const float scales[] = {1.0f, 0.5f, 0.03125f, 3e-3f, 7.0f, 1e-30f, 1e20f};
   const std::vector<std::tuple<Q::Shape, int, std::int64_t>> cases = {
-      {{5, 256}, 1, 32}, {{3, 300}, 1, 128}, {{4, 70}, 1, 6}, {{4, 70}, 1, 7},
+      {{5, 256}, 1, 32}, {{3, 300}, 1, 128}, {{4, 70}, 1, 6},   {{4, 70}, 1, 7},
       {{3, 33}, 1, 8},   {{6, 40}, 0, 4},    {{2, 4096}, 1, 32}};
   for (const auto& [shape, axis, group] : cases) {
     const Q::Tensor x = make_input(shape, Q::ScalarType::float32, rng);
@@ -426,25 +426,26 @@ TEST(QuantizePerGroup, GivenParametersEqualQuantizeValue) {
     const std::int64_t dim = shape[static_cast<std::size_t>(axis)];
     const std::int64_t groups = (dim + group - 1) / group;
     const std::size_t slots = static_cast<std::size_t>(axis == 1 ? rows * groups : groups * cols);
-    for (const Q::QDtype& dtype : {Q::qint8, Q::quint8, Q::qint4, Q::quint4, Q::qint2,
-                                   Q::quint8.with_range(0, 100)}) {
+    for (const Q::QDtype& dtype :
+         {Q::qint8, Q::quint8, Q::qint4, Q::quint4, Q::qint2, Q::quint8.with_range(0, 100)}) {
       std::vector<float> scale(slots);
       std::vector<std::int32_t> zero_point(slots);
       std::uniform_int_distribution<std::size_t> pick(0, std::size(scales) - 1);
-      std::uniform_int_distribution<std::int32_t> zero(static_cast<std::int32_t>(dtype.quant_min()),
-                                                       static_cast<std::int32_t>(dtype.quant_max()));
+      std::uniform_int_distribution<std::int32_t> zero(
+          static_cast<std::int32_t>(dtype.quant_min()),
+          static_cast<std::int32_t>(dtype.quant_max()));
       for (std::size_t i = 0; i < slots; ++i) {
         scale[i] = scales[pick(rng)];
         zero_point[i] = zero(rng);
       }
-      const Q::QParams qp = Q::QParams::per_group(scale, zero_point, axis, group, dtype,
-                                                  Q::per_channel_affine);
+      const Q::QParams qp =
+          Q::QParams::per_group(scale, zero_point, axis, group, dtype, Q::per_channel_affine);
       std::vector<std::int32_t> expected(static_cast<std::size_t>(rows * cols));
       const float* v = x.data_as<float>();
       for (std::int64_t r = 0; r < rows; ++r) {
         for (std::int64_t c = 0; c < cols; ++c) {
-          const auto slot = static_cast<std::size_t>(axis == 1 ? r * groups + c / group
-                                                               : (r / group) * cols + c);
+          const auto slot =
+              static_cast<std::size_t>(axis == 1 ? r * groups + c / group : (r / group) * cols + c);
           expected[static_cast<std::size_t>(r * cols + c)] =
               Q::quantize_value(v[r * cols + c], scale[slot], zero_point[slot], dtype);
         }
@@ -454,8 +455,72 @@ TEST(QuantizePerGroup, GivenParametersEqualQuantizeValue) {
         for (const int threads : {1, 2}) {
           Q::set_num_threads(threads);
           EXPECT_EQ(Q::quantize(x, qp).int_repr(), expected)
-              << Q::describe(qp) << " on " << Q::to_string(shape) << ", tier "
-              << Q::to_string(isa) << ", threads " << threads << ", seed " << seed;
+              << Q::describe(qp) << " on " << Q::to_string(shape) << ", tier " << Q::to_string(isa)
+              << ", threads " << threads << ", seed " << seed;
+        }
+      }
+    }
+  }
+}
+
+// observe_range / observe_abs_max for groups along the last axis go through the group range
+// kernels in runs; against a loop over the elements: the min, max and abs-max of each group's
+// finite values (+0 for a zero; 0 and 0 when none is finite) and the count of the rest. Groups cut
+// by a row's end, runs holding NaN / Inf, empty tensors, each input type and tier, 1 and 2 threads.
+TEST(ObserveRange, PerGroupEqualsElementLoop) {
+  const std::uint64_t seed = Q::testing::test_seed();
+  std::mt19937_64 rng(seed);
+  RuntimeGuard guard;
+  const std::vector<std::pair<Q::Shape, std::int64_t>> cases = {{{0, 64}, 32},   {{5, 7}, 3},
+                                                                {{4, 256}, 32},  {{3, 300}, 128},
+                                                                {{2, 3, 40}, 8}, {{9, 4096}, 32}};
+  for (const Q::ScalarType type : input_types) {
+    for (const auto& [shape, group] : cases) {
+      const Q::Tensor x = make_input(shape, type, rng);
+      const std::vector<float> v = Q::to_float32(x.view(), "x");
+      const std::int64_t dim = shape.back();
+      const std::int64_t groups = (dim + group - 1) / group;
+      const std::size_t slots = v.size() /
+                                static_cast<std::size_t>(std::max<std::int64_t>(dim, 1)) *
+                                static_cast<std::size_t>(groups);
+      Q::ParamArray<float> lo(slots, INFINITY), hi(slots, -INFINITY), top(slots, 0.0f);
+      std::int64_t nonfinite = 0;
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        const std::size_t slot =
+            i / static_cast<std::size_t>(dim) * static_cast<std::size_t>(groups) +
+            i % static_cast<std::size_t>(dim) / static_cast<std::size_t>(group);
+        if (!std::isfinite(v[i])) {
+          ++nonfinite;
+          continue;
+        }
+        lo[slot] = std::min(lo[slot], v[i]);
+        hi[slot] = std::max(hi[slot], v[i]);
+        top[slot] = std::max(top[slot], std::fabs(v[i]));
+      }
+      for (std::size_t s = 0; s < slots; ++s) {
+        if (lo[s] > hi[s]) lo[s] = hi[s] = 0.0f;
+        lo[s] = lo[s] == 0.0f ? 0.0f : lo[s];
+        hi[s] = hi[s] == 0.0f ? 0.0f : hi[s];
+      }
+      for (const Q::Isa isa : Q::supported_isas()) {
+        Q::set_isa(isa);
+        for (const int threads : {1, 2}) {
+          Q::set_num_threads(threads);
+          const std::string at = Q::to_string(shape) + " " + Q::to_string(type) + ", group " +
+                                 std::to_string(group) + ", tier " + Q::to_string(isa) +
+                                 ", threads " + std::to_string(threads) + ", seed " +
+                                 std::to_string(seed);
+          const Q::RangeStats range = Q::observe_range(x, Q::per_channel_affine, -1, group);
+          EXPECT_EQ(range.min, lo) << at;
+          EXPECT_EQ(range.max, hi) << at;
+          EXPECT_EQ(range.nonfinite_count, nonfinite) << at;
+          for (std::size_t s = 0; s < std::min(slots, range.min.size()); ++s) {  // +0, not -0
+            ASSERT_FALSE(std::signbit(range.min[s]) && range.min[s] == 0.0f) << at;
+            ASSERT_FALSE(std::signbit(range.max[s]) && range.max[s] == 0.0f) << at;
+          }
+          const Q::AbsMaxStats abs = Q::observe_abs_max(x, Q::per_channel_symmetric, -1, group);
+          EXPECT_EQ(abs.abs_max, top) << at;
+          EXPECT_EQ(abs.nonfinite_count, nonfinite) << at;
         }
       }
     }
@@ -493,10 +558,10 @@ TEST(ObserveAbsMax, SkipsNonFiniteValuesPerChannel) {
   const std::vector<float> x{1.0f, -3.0f, NAN, 2.0f, INFINITY, -0.5f};
   const Q::AbsMaxStats stats =
       Q::observe_abs_max(Q::TensorView(x, {3, 2}), Q::per_channel_symmetric, 1);
-  EXPECT_EQ(stats.abs_max, (std::vector<float>{1.0f, 3.0f}));
+  EXPECT_EQ(stats.abs_max, (Q::ParamArray<float>{1.0f, 3.0f}));
   EXPECT_EQ(stats.nonfinite_count, 2);
   const Q::AbsMaxStats all = Q::observe_abs_max(Q::TensorView(x), Q::per_tensor_symmetric);
-  EXPECT_EQ(all.abs_max, (std::vector<float>{3.0f}));
+  EXPECT_EQ(all.abs_max, (Q::ParamArray<float>{3.0f}));
   EXPECT_ERROR_CONTAINS(Q::observe_abs_max(Q::TensorView(x), Q::per_tensor_affine, 0, 2),
                         "observe_abs_max: group_size = 2");
 }

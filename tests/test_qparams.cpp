@@ -147,15 +147,15 @@ TEST(ObserveRange, PerChannelAndPerGroupSlots) {
   const std::vector<float> x{1, -2, 3, -4, 5, -6};
   const Q::TensorView v(x, {2, 3});
   const Q::RangeStats rows = Q::observe_range(v, Q::per_channel_affine, 0);
-  EXPECT_EQ(rows.min, (std::vector<float>{-2, -6}));
-  EXPECT_EQ(rows.max, (std::vector<float>{3, 5}));
+  EXPECT_EQ(rows.min, (Q::ParamArray<float>{-2, -6}));
+  EXPECT_EQ(rows.max, (Q::ParamArray<float>{3, 5}));
   const Q::RangeStats cols = Q::observe_range(v, Q::per_channel_affine, -1);
-  EXPECT_EQ(cols.min, (std::vector<float>{-4, -2, -6}));
-  EXPECT_EQ(cols.max, (std::vector<float>{1, 5, 3}));
+  EXPECT_EQ(cols.min, (Q::ParamArray<float>{-4, -2, -6}));
+  EXPECT_EQ(cols.max, (Q::ParamArray<float>{1, 5, 3}));
   // Groups of 2 along axis 1: slots [2, 2] = {row0: (1,-2), (3)}, {row1: (-4,5), (-6)}.
   const Q::RangeStats groups = Q::observe_range(v, Q::per_channel_affine, 1, 2);
-  EXPECT_EQ(groups.min, (std::vector<float>{-2, 3, -4, -6}));
-  EXPECT_EQ(groups.max, (std::vector<float>{1, 3, 5, -6}));
+  EXPECT_EQ(groups.min, (Q::ParamArray<float>{-2, 3, -4, -6}));
+  EXPECT_EQ(groups.max, (Q::ParamArray<float>{1, 3, 5, -6}));
   EXPECT_ERROR_CONTAINS(Q::observe_range(v, Q::per_tensor_affine, 0, 4), "group_size = 4");
 }
 

@@ -86,7 +86,7 @@ struct KernelInput {
 // and order-free, so the result does not depend on the thread count.
 template <int Arrays, class RunFold, class Combine>
 std::int64_t reduce_slots(const TensorView& x, const ParamLayout& layout, float initial[Arrays],
-                          std::vector<float>* results, RunFold run_fold, Combine combine) {
+                          ParamArray<float>* results, RunFold run_fold, Combine combine) {
   const std::int64_t n = x.numel();
   const std::int64_t slots = layout.slots();
   for (int a = 0; a < Arrays; ++a)
@@ -134,6 +134,60 @@ std::int64_t reduce_slots(const TensorView& x, const ParamLayout& layout, float 
   return nonfinite;
 }
 
+// reduce_slots for groups along the last axis (each group a contiguous run): the threads take
+// whole groups, so each writes its own slots straight into `results`; runs of up to 128 whole
+// groups go through group_run(data, count, group_size, values, slot), which returns whether
+// every element was finite; a run that was not, and a group cut by its row's end, go group by
+// group through run_fold (counting the non-finite; a refold recomputes the same bounds).
+template <int Arrays, class GroupRun, class RunFold>
+std::int64_t reduce_groups(const TensorView& x, const ParamLayout& layout, float initial[Arrays],
+                           ParamArray<float>* results, GroupRun group_run, RunFold run_fold) {
+  const std::int64_t units = layout.slots();
+  for (int a = 0; a < Arrays; ++a)
+    results[a].assign(static_cast<std::size_t>(units), initial[a]);
+  const int pieces = static_cast<int>(std::clamp<std::int64_t>(kernels::threads_for(x.numel()), 1,
+                                                               std::max<std::int64_t>(units, 1)));
+  std::vector<std::int64_t> nonfinite(static_cast<std::size_t>(pieces), 0);
+  const auto* bytes = static_cast<const unsigned char*>(x.data);
+  const std::size_t element_bytes = element_size(x.type);
+  const std::int64_t size = layout.group_size;
+  const bool last_is_whole = layout.dim % size == 0;
+  kernels::parallel_pieces(units, pieces, 1, [&](int p, std::int64_t first, std::int64_t last) {
+    float* values[Arrays];
+    for (int a = 0; a < Arrays; ++a)
+      values[a] = results[a].data();
+    const auto data_at = [&](std::int64_t u) {
+      const std::int64_t begin = (u / layout.groups) * layout.dim + (u % layout.groups) * size;
+      return bytes + static_cast<std::size_t>(begin) * element_bytes;
+    };
+    const auto fold = [&](std::int64_t u, std::int64_t count) {
+      for (int a = 0; a < Arrays; ++a)
+        values[a][u] = initial[a];
+      return run_fold(data_at(u), count, values, u, false);
+    };
+    std::int64_t& count_nonfinite = nonfinite[static_cast<std::size_t>(p)];
+    for (std::int64_t u = first; u < last;) {
+      const std::int64_t in_row = u % layout.groups;
+      const std::int64_t whole = layout.groups - in_row - (last_is_whole ? 0 : 1);
+      const std::int64_t n = std::min({whole, last - u, std::int64_t{128}});
+      if (n <= 0) {  // the row's cut last group
+        count_nonfinite += fold(u, layout.dim % size);
+        ++u;
+        continue;
+      }
+      if (!group_run(data_at(u), n, size, values, u)) {
+        for (std::int64_t g = u; g < u + n; ++g)
+          count_nonfinite += fold(g, size);
+      }
+      u += n;
+    }
+  });
+  std::int64_t total = 0;
+  for (const std::int64_t count : nonfinite)
+    total += count;
+  return total;
+}
+
 // -0 and +0 compare equal, so which one a reduction keeps depends on the
 // order; the result is always reported as +0.
 float canonical_zero(float value) {
@@ -150,18 +204,27 @@ RangeStats observe_range(const TensorView& x, QScheme qscheme, int ch_axis,
   const kernels::KernelTable& k = kernels::active();
   const int t = detail::float_index(input.view.type);
   RangeStats stats;
-  std::vector<float> results[2];
+  ParamArray<float> results[2];
   float initial[2] = {INFINITY, -INFINITY};
-  stats.nonfinite_count = reduce_slots<2>(
-      input.view, layout, initial, results,
-      [&](const void* data, std::int64_t count, float** values, std::int64_t slot,
-          bool per_element) {
-        return per_element ? k.minmax_vec[t](data, count, values[0] + slot, values[1] + slot)
-                           : k.minmax[t](data, count, values[0] + slot, values[1] + slot);
-      },
-      [](int a, float total, float part) {
-        return a == 0 ? std::min(total, part) : std::max(total, part);
-      });
+  const auto run_fold = [&](const void* data, std::int64_t count, float** values, std::int64_t slot,
+                            bool per_element) {
+    return per_element ? k.minmax_vec[t](data, count, values[0] + slot, values[1] + slot)
+                       : k.minmax[t](data, count, values[0] + slot, values[1] + slot);
+  };
+  if (layout.groups_contiguous()) {
+    stats.nonfinite_count = reduce_groups<2>(
+        input.view, layout, initial, results,
+        [&](const void* data, std::int64_t count, std::int64_t size, float** values,
+            std::int64_t slot) {
+          return k.minmax_groups[t](data, count, size, values[0] + slot, values[1] + slot);
+        },
+        run_fold);
+  } else {
+    stats.nonfinite_count = reduce_slots<2>(
+        input.view, layout, initial, results, run_fold, [](int a, float total, float part) {
+          return a == 0 ? std::min(total, part) : std::max(total, part);
+        });
+  }
   stats.min = std::move(results[0]);
   stats.max = std::move(results[1]);
   for (std::size_t s = 0; s < stats.min.size(); ++s) {
@@ -181,14 +244,22 @@ AbsMaxStats observe_abs_max(const TensorView& x, QScheme qscheme, int ch_axis,
   const int t = detail::float_index(input.view.type);
   AbsMaxStats stats;
   float initial[1] = {0.0f};
-  stats.nonfinite_count = reduce_slots<1>(
-      input.view, layout, initial, &stats.abs_max,
-      [&](const void* data, std::int64_t count, float** values, std::int64_t slot,
-          bool per_element) {
-        return per_element ? k.abs_max_vec[t](data, count, values[0] + slot)
-                           : k.abs_max[t](data, count, values[0] + slot);
-      },
-      [](int, float total, float part) { return std::max(total, part); });
+  const auto run_fold = [&](const void* data, std::int64_t count, float** values, std::int64_t slot,
+                            bool per_element) {
+    return per_element ? k.abs_max_vec[t](data, count, values[0] + slot)
+                       : k.abs_max[t](data, count, values[0] + slot);
+  };
+  if (layout.groups_contiguous()) {
+    stats.nonfinite_count = reduce_groups<1>(
+        input.view, layout, initial, &stats.abs_max,
+        [&](const void* data, std::int64_t count, std::int64_t size, float** values,
+            std::int64_t slot) { return k.abs_max_groups[t](data, count, size, values[0] + slot); },
+        run_fold);
+  } else {
+    stats.nonfinite_count =
+        reduce_slots<1>(input.view, layout, initial, &stats.abs_max, run_fold,
+                        [](int, float total, float part) { return std::max(total, part); });
+  }
   return stats;
 }
 

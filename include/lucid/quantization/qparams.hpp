@@ -80,9 +80,10 @@ QParams calculate_qparams(std::span<const float> min_vals, std::span<const float
 /// Observed ranges of a tensor at some granularity. Non-finite elements are
 /// skipped and counted; a slot that saw no finite value has min = max = 0, and
 /// a zero bound is always +0 (independent of tier and thread count).
+/// The arrays are ParamArrays, as QParams' are (param_array.hpp).
 struct RangeStats {
-  std::vector<float> min;
-  std::vector<float> max;
+  ParamArray<float> min;
+  ParamArray<float> max;
   std::int64_t nonfinite_count = 0;
 };
 
@@ -95,7 +96,7 @@ RangeStats observe_range(const TensorView& x, QScheme qscheme, int ch_axis = 0,
 /// The largest |x| over the finite elements of x per slot (0 for a slot with
 /// none), laid out like observe_range(); what a symmetric scheme's scale needs.
 struct AbsMaxStats {
-  std::vector<float> abs_max;
+  ParamArray<float> abs_max;
   std::int64_t nonfinite_count = 0;
 };
 AbsMaxStats observe_abs_max(const TensorView& x, QScheme qscheme, int ch_axis = 0,
