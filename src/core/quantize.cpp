@@ -99,12 +99,12 @@ struct AffineJob {
   }
 
   // The codes of elements [begin, end) (begin byte aligned) by codes_by_groups: runs of whole
-  // groups in calls of at most 8 KB of input (the kernels prefetch a call's length ahead), a cut
-  // group on its own. The parameters are the caller's: GroupValues::any.
+  // groups (ParamLayout::groups_per_run a call), a cut group on its own. The parameters are the
+  // caller's: GroupValues::any.
   void quantize_groups(std::int64_t begin, std::int64_t end, std::uint8_t* out) const {
     const bool packed = detail::packed_bits(qparams.qdtype.storage()) == 4;
-    const std::int64_t group_bytes = layout.group_size * static_cast<std::int64_t>(x_element_size);
-    const std::int64_t max_groups = std::clamp<std::int64_t>(8192 / group_bytes, 1, 128);
+    const std::int64_t max_groups =
+        layout.groups_per_run(static_cast<std::int64_t>(x_element_size));
     const auto groups = [&](std::int64_t b, std::int64_t count, std::int64_t size,
                             std::int64_t slot) {
       const auto s = static_cast<std::size_t>(slot);

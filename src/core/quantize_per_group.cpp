@@ -144,7 +144,7 @@ struct FusedJob {
   // Groups along the last axis (inner == 1) go in runs of whole groups: one range call and one
   // codes call per run instead of two calls per group (groups of 32 spent more time in the calls
   // than in the arithmetic).
-  static constexpr std::int64_t run_groups = 128;
+  static constexpr std::int64_t run_groups = ParamLayout::max_run_groups;
   struct Run {
     std::int64_t begin = 0;  // the first group's first element
     float mins[run_groups] = {}, maxs[run_groups], inverse[run_groups];  // mins 0: symmetric
@@ -153,26 +153,18 @@ struct FusedJob {
     kernels::GroupValues values = kernels::GroupValues::any;
   };
 
-  // Groups per run: at most run_groups, and at most run_bytes of input, so that the codes pass
-  // reads the run from L1 where the range pass left it (8 KB: g128 at 256 MB +10 %, g32 unchanged;
-  // docs/performance.md).
-  static constexpr std::int64_t run_bytes = 8192;
-  std::int64_t run_capacity() const {
-    const auto group_bytes = layout.group_size * static_cast<std::int64_t>(x_element_size);
-    return std::clamp<std::int64_t>(run_bytes / group_bytes, 1, run_groups);
-  }
-
   // Whether runs of whole groups can take the per-group codes kernels: codes of at most 8 bits.
   bool codes_in_runs() const { return std::int64_t{grid.quant_max} - grid.quant_min <= 255; }
 
-  // Whole groups from unit u on (at most run_capacity(), before `last`); inner == 1 only.
+  // Whole groups from unit u on (at most ParamLayout::groups_per_run, before `last`); inner == 1
+  // only.
   std::int64_t whole_groups(std::int64_t u, std::int64_t last) const {
     if (layout.inner != 1) return 0;
     // Every group of a row is whole but (when group_size does not divide dim) its last.
     const std::int64_t in_row = u % layout.groups;
     const bool last_is_whole = layout.dim % layout.group_size == 0;
     const std::int64_t whole_in_row = layout.groups - in_row - (last_is_whole ? 0 : 1);
-    const std::int64_t cap = run_capacity();
+    const std::int64_t cap = layout.groups_per_run(static_cast<std::int64_t>(x_element_size));
     const std::int64_t limit = last_is_whole ? cap : std::min(cap, whole_in_row);
     return std::max<std::int64_t>(0, std::min(limit, last - u));
   }

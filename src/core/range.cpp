@@ -135,10 +135,11 @@ std::int64_t reduce_slots(const TensorView& x, const ParamLayout& layout, float 
 }
 
 // reduce_slots for groups along the last axis (each group a contiguous run): the threads take
-// whole groups, so each writes its own slots straight into `results`; runs of up to 128 whole
-// groups go through group_run(data, count, group_size, values, slot), which returns whether
-// every element was finite; a run that was not, and a group cut by its row's end, go group by
-// group through run_fold (counting the non-finite; a refold recomputes the same bounds).
+// whole groups, so each writes its own slots straight into `results`; runs of whole groups
+// (ParamLayout::for_each_group_run) go through group_run(data, count, group_size, values, slot),
+// which returns whether every element was finite; a run that was not, and a group cut by its
+// row's end, go group by group through run_fold (counting the non-finite; a refold recomputes the
+// same bounds).
 template <int Arrays, class GroupRun, class RunFold>
 std::int64_t reduce_groups(const TensorView& x, const ParamLayout& layout, float initial[Arrays],
                            ParamArray<float>* results, GroupRun group_run, RunFold run_fold) {
@@ -149,38 +150,31 @@ std::int64_t reduce_groups(const TensorView& x, const ParamLayout& layout, float
                                                                std::max<std::int64_t>(units, 1)));
   std::vector<std::int64_t> nonfinite(static_cast<std::size_t>(pieces), 0);
   const auto* bytes = static_cast<const unsigned char*>(x.data);
-  const std::size_t element_bytes = element_size(x.type);
-  const std::int64_t size = layout.group_size;
-  const bool last_is_whole = layout.dim % size == 0;
+  const auto element_bytes = static_cast<std::int64_t>(element_size(x.type));
+  const auto first_element = [&](std::int64_t unit) {  // unit == units: the end
+    return (unit / layout.groups) * layout.dim + (unit % layout.groups) * layout.group_size;
+  };
   kernels::parallel_pieces(units, pieces, 1, [&](int p, std::int64_t first, std::int64_t last) {
     float* values[Arrays];
     for (int a = 0; a < Arrays; ++a)
       values[a] = results[a].data();
-    const auto data_at = [&](std::int64_t u) {
-      const std::int64_t begin = (u / layout.groups) * layout.dim + (u % layout.groups) * size;
-      return bytes + static_cast<std::size_t>(begin) * element_bytes;
-    };
-    const auto fold = [&](std::int64_t u, std::int64_t count) {
-      for (int a = 0; a < Arrays; ++a)
-        values[a][u] = initial[a];
-      return run_fold(data_at(u), count, values, u, false);
-    };
+    const auto data_at = [&](std::int64_t element) { return bytes + element * element_bytes; };
     std::int64_t& count_nonfinite = nonfinite[static_cast<std::size_t>(p)];
-    for (std::int64_t u = first; u < last;) {
-      const std::int64_t in_row = u % layout.groups;
-      const std::int64_t whole = layout.groups - in_row - (last_is_whole ? 0 : 1);
-      const std::int64_t n = std::min({whole, last - u, std::int64_t{128}});
-      if (n <= 0) {  // the row's cut last group
-        count_nonfinite += fold(u, layout.dim % size);
-        ++u;
-        continue;
-      }
-      if (!group_run(data_at(u), n, size, values, u)) {
-        for (std::int64_t g = u; g < u + n; ++g)
-          count_nonfinite += fold(g, size);
-      }
-      u += n;
-    }
+    const auto refold = [&](std::int64_t begin, std::int64_t count, std::int64_t slot) {
+      for (int a = 0; a < Arrays; ++a)
+        values[a][slot] = initial[a];
+      count_nonfinite += run_fold(data_at(begin), count, values, slot, false);
+    };
+    layout.for_each_group_run(
+        first_element(first), first_element(last), layout.groups_per_run(element_bytes),
+        [&](std::int64_t begin, std::int64_t count, std::int64_t slot) {
+          if (group_run(data_at(begin), count, layout.group_size, values, slot)) return;
+          for (std::int64_t g = 0; g < count; ++g)
+            refold(begin + g * layout.group_size, layout.group_size, slot + g);
+        },
+        [&](std::int64_t begin, std::int64_t end, std::int64_t slot) {
+          refold(begin, end - begin, slot);
+        });
   });
   std::int64_t total = 0;
   for (const std::int64_t count : nonfinite)

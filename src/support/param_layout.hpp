@@ -85,6 +85,16 @@ struct ParamLayout {
   /// Whether the groups lie along the last axis: each group a contiguous run of elements.
   bool groups_contiguous() const { return kind == Kind::per_group && inner == 1; }
 
+  /// Whole groups per call of the per-group kernels: at most max_run_groups, and at most
+  /// run_bytes of input, so that a run stays in L1 from the range pass to the codes pass (8 KB:
+  /// g128 at 256 MB +10 %, g32 unchanged; docs/performance.md) and the codes kernels' prefetch,
+  /// one call's length ahead, stays near.
+  static constexpr std::int64_t max_run_groups = 128;
+  static constexpr std::int64_t run_bytes = 8192;
+  std::int64_t groups_per_run(std::int64_t element_bytes) const {
+    return std::clamp<std::int64_t>(run_bytes / (group_size * element_bytes), 1, max_run_groups);
+  }
+
   /// For groups_contiguous() layouts: tiles [first, last) in order with whole(begin, count, slot)
   /// for runs of 1 to max_groups whole groups of group_size elements (within one row) and
   /// part(begin, end, slot) for a group cut by first, last or the row's end.
