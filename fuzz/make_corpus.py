@@ -76,6 +76,17 @@ def seeds():
     yield "invalid-shape-overflow", raw(json.dumps({"w": entry("U8", [2**32, 2**32], 0, 0)}))
     yield "invalid-negative-dim", raw(json.dumps({"w": entry("U8", [2, -1], 0, 0)}))
     yield "invalid-metadata-not-strings", raw(json.dumps({"__metadata__": {"k": 1}}))
+    # Deep nesting: refused past 127 levels while parsing, and quoted shortly below that.
+    yield "invalid-deep-arrays", raw("[" * 10_000 + "]" * 10_000)
+    yield "invalid-deep-entry", raw('{"w":' + "[" * 10_000 + "]" * 10_000 + "}")
+    yield "invalid-deep-objects", raw('{"__metadata__":' + '{"k":' * 5_000 + "1" + "}" * 5_001)
+    yield "invalid-nested-below-limit", raw('{"w":' + "[" * 120 + "]" * 120 + "}")
+    # The header rule: JSON whitespace may pad the header, a NUL byte or a byte-order mark not.
+    yield "invalid-nul-padding", raw(json.dumps({"a": entry("U8", [4], 0, 4)}).encode() + b"\0" * 6,
+                                     bytes(4), pad=False)
+    yield "invalid-byte-order-mark", raw(b"\xef\xbb\xbf" + json.dumps({}).encode())
+    yield "valid-whitespace-padding", raw(b"\n\t " + json.dumps({"a": entry("U8", [4], 0, 4)})
+                                          .encode() + b" \r\n\t", bytes(4), pad=False)
 
 
 def main():

@@ -87,6 +87,12 @@ def seeds():
     yield "bad-magic", b"GGUX" + valid[4:]
     yield "bad-version2", valid[:4] + struct.pack("<I", 2) + valid[8:]
     yield "bad-nested", b"GGUF" + struct.pack("<Iqq", 3, 0, 1) + gstr("k") + struct.pack("<IIQ", 9, 9, 0)
+    # Arrays of arrays, nested 1,000 deep: refused at the first level, without recursion.
+    yield "bad-nested-deep", (b"GGUF" + struct.pack("<Iqq", 3, 0, 1) + gstr("k") +
+                              struct.pack("<I", 9) + struct.pack("<IQ", 9, 1) * 1000 +
+                              struct.pack("<IQ", 4, 1) + struct.pack("<I", 7))
+    yield "bad-name-not-utf8", gguf([], [("a", [8], 0)]).replace(gstr("a"),
+                                                               struct.pack("<Q", 1) + b"\xff")
     yield "bad-offset", gguf([], [("a", [8], 0)]).replace(struct.pack("<IQ", 0, 0), struct.pack("<IQ", 0, 8))
 
 

@@ -125,8 +125,16 @@ void bind_checkpoint(py::module_& m) {
       [](const std::string& path, const std::string& name) {
         const Q::SafetensorsFile file = Q::SafetensorsFile::open(path);
         for (const Q::CheckpointTensor& t : Q::read_checkpoint_contents(file).tensors) {
-          if (t.entry.name == name && t.quantized)
-            return Q::load_quantized_tensor(file, *t.quantized);
+          if (t.entry.name == name && t.quantized) {
+            try {
+              Q::QuantizedTensor q = Q::load_quantized_tensor(file, *t.quantized);
+              file.check_intact();  // a copy read from a shrinking file holds zeros
+              return q;
+            } catch (const Q::Error&) {
+              file.check_intact();  // zeros read from a shrinking file: report that instead
+              throw;
+            }
+          }
         }
         throw Q::Error(path + ": no quantized tensor named \"" + name +
                        "\" (inspect_checkpoint() lists what the file holds)");

@@ -156,13 +156,18 @@ void bind_gguf(py::module_& m) {
         const Q::GgufTensorInfo* t = file.find(name);
         if (t == nullptr) throw Q::Error(path + ": no tensor named \"" + name + "\"");
         const auto bytes = file.bytes(*t);
-        if (!decode) return bytes_array(bytes);
+        if (!decode) {
+          py::array copy = bytes_array(bytes);
+          file.check_intact();  // a copy read from a shrinking file holds zeros
+          return copy;
+        }
         py::array_t<float> out(t->shape());
         if (t->numel() > 0) {
           py::gil_scoped_release release;
           Q::ggml_dequantize_rows(t->type, bytes.data(), out.mutable_data(), t->rows(),
                                   t->row_length());
         }
+        file.check_intact();
         return out;
       },
       py::arg("path"), py::arg("name"), py::arg("decode"), "Native part of lucidq.gguf reads.");
@@ -240,6 +245,7 @@ void bind_gguf(py::module_& m) {
       [](const std::string& input, const std::string& output, bool overwrite) {
         Q::DequantizeGgufOptions options;
         options.overwrite = overwrite;
+        options.progress = progress_callback(py::none());  // Ctrl-C stops it between tensors
         Q::DequantizeSummary s;
         {
           py::gil_scoped_release release;

@@ -84,6 +84,7 @@ CalibrationStatistics load_calibration_statistics(const std::filesystem::path& p
     }
     stats.tensors.emplace(name, std::move(t));
   }
+  file.check_intact();
   return stats;
 }
 

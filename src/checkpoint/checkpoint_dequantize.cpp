@@ -45,6 +45,32 @@ void release(const SafetensorsFile& in, const std::string& name) {
   if (const SafetensorsEntry* entry = in.find(name)) in.release_pages(*entry);
 }
 
+// Writes tensor `t` of `in` to `out`: copied, or dequantized to the requested dtype.
+void dequantize_one(const SafetensorsFile& in, const CheckpointTensor& t,
+                    const DequantizeCheckpointOptions& options, SafetensorsWriter& out,
+                    DequantizeSummary& summary, CheckpointProgress& progress) {
+  if (!t.quantized) {
+    out.write(t.entry.name, in.bytes(t.entry));
+    in.release_pages(t.entry);
+    ++summary.copied;
+    progress.bytes_done += t.entry.nbytes();
+  } else {
+    const QuantizedTensorLayout& layout = *t.quantized;
+    const QuantizedTensor q = load_quantized_tensor(in, layout);
+    Tensor values(ScalarType::float32, layout.shape);
+    dequantize_into(q, std::span(values.data_as<float>(), static_cast<std::size_t>(q.numel())));
+    append_converted(out, values.floats(), output_type(layout, options.dtype));
+    release(in, layout.name);
+    release(in, layout.scale_name());
+    if (const auto zp = layout.zero_point_name()) release(in, *zp);
+    ++summary.dequantized;
+    progress.bytes_done += layout.nbytes();
+  }
+  ++progress.tensors_done;
+  progress.tensor = t.entry.name;
+  if (options.progress) options.progress(progress);
+}
+
 }  // namespace
 
 DequantizeSummary dequantize_checkpoint(const std::filesystem::path& input,
@@ -73,27 +99,14 @@ DequantizeSummary dequantize_checkpoint(const std::filesystem::path& input,
   CheckpointProgress progress;
   progress.tensor_count = contents.tensors.size();
   progress.bytes_total = in.header().data_size;
-  for (const CheckpointTensor& t : contents.tensors) {
-    if (!t.quantized) {
-      out.write(t.entry.name, in.bytes(t.entry));
-      in.release_pages(t.entry);
-      ++summary.copied;
-      progress.bytes_done += t.entry.nbytes();
-    } else {
-      const QuantizedTensorLayout& layout = *t.quantized;
-      const QuantizedTensor q = load_quantized_tensor(in, layout);
-      Tensor values(ScalarType::float32, layout.shape);
-      dequantize_into(q, std::span(values.data_as<float>(), static_cast<std::size_t>(q.numel())));
-      append_converted(out, values.floats(), output_type(layout, options.dtype));
-      release(in, layout.name);
-      release(in, layout.scale_name());
-      if (const auto zp = layout.zero_point_name()) release(in, *zp);
-      ++summary.dequantized;
-      progress.bytes_done += layout.nbytes();
+  try {
+    for (const CheckpointTensor& t : contents.tensors) {
+      dequantize_one(in, t, options, out, summary, progress);
+      in.check_intact();
     }
-    ++progress.tensors_done;
-    progress.tensor = t.entry.name;
-    if (options.progress) options.progress(progress);
+  } catch (const Error&) {
+    in.check_intact();  // data read as zeros from a shrinking input: report that instead
+    throw;
   }
   out.commit();
   std::error_code error;

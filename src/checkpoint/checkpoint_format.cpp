@@ -9,6 +9,7 @@
 
 #include "io/safetensors_format.hpp"
 #include "lucid/quantization/error.hpp"
+#include "support/json_excerpt.hpp"
 
 namespace lucid::quantization {
 namespace {
@@ -57,10 +58,7 @@ class Fields {
                     detail::quoted(std::string(checkpoint_tensor_key_prefix) + std::string(name_)) +
                     ": \"" + key + "\" " + message);
   }
-  static std::string shown(const json& value) {
-    std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
-    return text.size() > 60 ? text.substr(0, 57) + "..." : text;
-  }
+  static std::string shown(const json& value) { return detail::json_excerpt(value, 60); }
 
  private:
   const json& object_;

@@ -257,14 +257,21 @@ CheckpointReport quantize_checkpoint(const std::filesystem::path& input,
   CheckpointProgress progress;
   progress.tensor_count = plan.size();
   progress.bytes_total = bytes_total;
-  for (const TensorPlan& p : plan) {
-    report.tensors.push_back(job.run(p));
-    ++progress.tensors_done;
-    progress.bytes_done += p.entry.nbytes();
-    progress.tensor = p.entry.name;
-    if (options.progress) options.progress(progress);
+  try {
+    for (const TensorPlan& p : plan) {
+      report.tensors.push_back(job.run(p));
+      in.check_intact();
+      ++progress.tensors_done;
+      progress.bytes_done += p.entry.nbytes();
+      progress.tensor = p.entry.name;
+      if (options.progress) options.progress(progress);
+    }
+    job.finish();
+  } catch (const Error&) {
+    in.check_intact();  // data read as zeros from a shrinking input: report that instead
+    throw;
   }
-  job.finish();
+  in.check_intact();  // the last tensors were copied on the writer's thread
   out.commit();
   std::error_code error;
   const auto written = std::filesystem::file_size(output, error);

@@ -53,7 +53,18 @@ DequantizeSummary dequantize_gguf(const std::filesystem::path& input,
   }
   std::map<std::string, std::string> metadata;
   for (const auto& [key, value] : in.metadata().entries()) {
-    if (const std::string* text = value.get<std::string>()) metadata[key] = *text;
+    const std::string* text = value.get<std::string>();
+    if (text == nullptr) continue;
+    // The input's fault, said before the safetensors writer blames its output for it.
+    for (const std::string_view part : {std::string_view(key), std::string_view(*text)}) {
+      if (detail::find_invalid_utf8(part) != std::string_view::npos) {
+        throw Error(file + ": metadata key " + detail::quoted(key) + ": the " +
+                    (part.data() == key.data() ? "key" : "string value") +
+                    " is not valid UTF-8 (expected UTF-8, as GGUF strings are and safetensors "
+                    "metadata must be)");
+      }
+    }
+    metadata[key] = *text;
   }
   SafetensorsWriter out(output, std::move(specs), metadata, options.overwrite);
   DequantizeSummary summary;
@@ -62,28 +73,34 @@ DequantizeSummary dequantize_gguf(const std::filesystem::path& input,
   progress.tensor_count = in.tensors().size();
   progress.bytes_total = bytes_total;
   std::vector<float> values;
-  for (const GgufTensorInfo& t : in.tensors()) {
-    const auto bytes = in.bytes(t);
-    if (copied_as_is(t)) {
-      out.write(t.name, bytes);
-      ++summary.copied;
-    } else {
-      values.resize(static_cast<std::size_t>(t.numel()));
-      try {
-        if (!values.empty()) {
-          ggml_dequantize_rows(t.type, bytes.data(), values.data(), t.rows(), t.row_length());
+  try {
+    for (const GgufTensorInfo& t : in.tensors()) {
+      const auto bytes = in.bytes(t);
+      if (copied_as_is(t)) {
+        out.write(t.name, bytes);
+        ++summary.copied;
+      } else {
+        values.resize(static_cast<std::size_t>(t.numel()));
+        try {
+          if (!values.empty()) {
+            ggml_dequantize_rows(t.type, bytes.data(), values.data(), t.rows(), t.row_length());
+          }
+        } catch (const Error& e) {
+          throw Error(file + ": tensor " + detail::quoted(t.name) + ": " + e.what());
         }
-      } catch (const Error& e) {
-        throw Error(file + ": tensor " + detail::quoted(t.name) + ": " + e.what());
+        out.write(t.name, std::as_bytes(std::span<const float>(values)));
+        ++summary.dequantized;
       }
-      out.write(t.name, std::as_bytes(std::span<const float>(values)));
-      ++summary.dequantized;
+      in.release_pages(t);
+      ++progress.tensors_done;
+      progress.bytes_done += t.nbytes;
+      progress.tensor = t.name;
+      if (options.progress) options.progress(progress);
+      in.check_intact();
     }
-    in.release_pages(t);
-    ++progress.tensors_done;
-    progress.bytes_done += t.nbytes;
-    progress.tensor = t.name;
-    if (options.progress) options.progress(progress);
+  } catch (const Error&) {
+    in.check_intact();  // data read as zeros from a shrinking input: report that instead
+    throw;
   }
   out.commit();
   std::error_code error;

@@ -106,6 +106,14 @@ class Input {
     if (gguf_) return gguf_->file_size();
     return safetensors_->header().data_offset + safetensors_->header().data_size;
   }
+  // Throws when the input shrank while it was mapped (its views then read zeros).
+  void check_intact() const {
+    if (gguf_) {
+      gguf_->check_intact();
+    } else {
+      safetensors_->check_intact();
+    }
+  }
   void release_pages(std::size_t index) const {
     if (gguf_) {
       gguf_->release_pages(gguf_->tensors()[index]);
@@ -458,52 +466,58 @@ CheckpointReport quantize_gguf(const std::filesystem::path& input,
   progress.tensor_count = plan.size();
   progress.bytes_total = bytes_total;
   std::vector<std::byte> encoded;
-  for (const GgufTensorPlan& p : plan) {
-    const std::size_t i = index.at(p.name);
-    const InputTensor& t = in.tensors()[i];
-    TensorReport r;
-    r.name = p.name;
-    r.shape = Shape(p.ne.rbegin(), p.ne.rend());
-    r.input_ggml_type = p.input_type;
-    r.reason = p.reason;
-    r.bytes_before = t.bytes.size();
-    if (p.output_type == p.input_type) {
-      if (p.input_type == GgmlType::F32 || p.input_type == GgmlType::F16 ||
-          p.input_type == GgmlType::BF16) {
-        const ScalarType st = p.input_type == GgmlType::F32   ? ScalarType::float32
-                              : p.input_type == GgmlType::F16 ? ScalarType::float16
-                                                              : ScalarType::bfloat16;
-        r.metrics.nonfinite_count =
-            detail::count_nonfinite(TensorView(t.bytes.data(), st, r.shape));
-        if (options.strict && r.metrics.nonfinite_count > 0) {
-          fail_tensor(in.name(), p.name,
-                      std::to_string(r.metrics.nonfinite_count) +
-                          " non-finite values (NaN or Inf) (expected finite values: strict "
-                          "checking is on)");
+  try {
+    for (const GgufTensorPlan& p : plan) {
+      const std::size_t i = index.at(p.name);
+      const InputTensor& t = in.tensors()[i];
+      TensorReport r;
+      r.name = p.name;
+      r.shape = Shape(p.ne.rbegin(), p.ne.rend());
+      r.input_ggml_type = p.input_type;
+      r.reason = p.reason;
+      r.bytes_before = t.bytes.size();
+      if (p.output_type == p.input_type) {
+        if (p.input_type == GgmlType::F32 || p.input_type == GgmlType::F16 ||
+            p.input_type == GgmlType::BF16) {
+          const ScalarType st = p.input_type == GgmlType::F32   ? ScalarType::float32
+                                : p.input_type == GgmlType::F16 ? ScalarType::float16
+                                                                : ScalarType::bfloat16;
+          r.metrics.nonfinite_count =
+              detail::count_nonfinite(TensorView(t.bytes.data(), st, r.shape));
+          if (options.strict && r.metrics.nonfinite_count > 0) {
+            fail_tensor(in.name(), p.name,
+                        std::to_string(r.metrics.nonfinite_count) +
+                            " non-finite values (NaN or Inf) (expected finite values: strict "
+                            "checking is on)");
+          }
         }
+        out.write(p.name, t.bytes);
+        r.bytes_after = t.bytes.size();
+      } else {
+        std::string note;
+        const float* imatrix = imatrix_for(p, options, in.name(), note);
+        r.reason += note;
+        TensorEncoder encoder(in.name(), p, t, imatrix, static_cast<bool>(options.on_tensor));
+        r.metrics = encoder.run(encoded);
+        r.ggml_type = p.output_type;
+        r.bytes_after = encoded.size();
+        if (options.on_tensor) {
+          options.on_tensor(p.name, TensorView(std::span<const float>(encoder.original()), r.shape),
+                            TensorView(std::span<const float>(encoder.reconstructed()), r.shape));
+        }
+        out.write(p.name, encoded);
       }
-      out.write(p.name, t.bytes);
-      r.bytes_after = t.bytes.size();
-    } else {
-      std::string note;
-      const float* imatrix = imatrix_for(p, options, in.name(), note);
-      r.reason += note;
-      TensorEncoder encoder(in.name(), p, t, imatrix, static_cast<bool>(options.on_tensor));
-      r.metrics = encoder.run(encoded);
-      r.ggml_type = p.output_type;
-      r.bytes_after = encoded.size();
-      if (options.on_tensor) {
-        options.on_tensor(p.name, TensorView(std::span<const float>(encoder.original()), r.shape),
-                          TensorView(std::span<const float>(encoder.reconstructed()), r.shape));
-      }
-      out.write(p.name, encoded);
+      in.release_pages(i);
+      report.tensors.push_back(std::move(r));
+      ++progress.tensors_done;
+      progress.bytes_done += t.bytes.size();
+      progress.tensor = p.name;
+      if (options.progress) options.progress(progress);
+      in.check_intact();
     }
-    in.release_pages(i);
-    report.tensors.push_back(std::move(r));
-    ++progress.tensors_done;
-    progress.bytes_done += t.bytes.size();
-    progress.tensor = p.name;
-    if (options.progress) options.progress(progress);
+  } catch (const Error&) {
+    in.check_intact();  // data read as zeros from a shrinking input: report that instead
+    throw;
   }
   out.commit();
   std::error_code error;

@@ -12,6 +12,7 @@
 
 #include "io/safetensors_format.hpp"
 #include "lucid/quantization/error.hpp"
+#include "support/json_excerpt.hpp"
 
 namespace lucid::quantization {
 namespace {
@@ -33,9 +34,7 @@ struct Place {
 };
 
 std::string shown(const json& value) {
-  std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
-  if (text.size() > 60) text = text.substr(0, 57) + "...";
-  return text;
+  return detail::json_excerpt(value, 60);
 }
 
 std::string type_and_value(const json& value) {

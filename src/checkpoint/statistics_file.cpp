@@ -1,26 +1,19 @@
 // Statistics files told apart by content (lucidq calibration safetensors, llama.cpp imatrix
 // GGUF or legacy .dat), and lucidq statistics read as an importance matrix.
-#include <cstring>
-#include <fstream>
 #include <string>
 
+#include "io/mapped_file.hpp"
 #include "lucid/quantization/checkpoint_algorithms.hpp"
 #include "lucid/quantization/error.hpp"
 
 namespace lucid::quantization {
 
 StatisticsFileKind statistics_file_kind(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw Error(path.string() + ": cannot open the statistics file (expected a lucidq " +
-                "calibration safetensors or a llama.cpp imatrix)");
-  }
-  unsigned char head[9] = {};
-  in.read(reinterpret_cast<char*>(head), sizeof head);
-  const auto got = static_cast<std::size_t>(in.gcount());
-  if (got >= 4 && std::memcmp(head, "GGUF", 4) == 0) return StatisticsFileKind::gguf_imatrix;
+  const std::string head =
+      detail::read_file_head(path, 9, "a lucidq calibration safetensors or a llama.cpp imatrix");
+  if (head.starts_with("GGUF")) return StatisticsFileKind::gguf_imatrix;
   // safetensors: a little-endian u64 header length, then the JSON header's '{'.
-  if (got == sizeof head && head[8] == '{') return StatisticsFileKind::lucidq_calibration;
+  if (head.size() == 9 && head[8] == '{') return StatisticsFileKind::lucidq_calibration;
   return StatisticsFileKind::legacy_imatrix;
 }
 

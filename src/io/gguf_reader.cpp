@@ -1,8 +1,8 @@
 // Reading GGUF: header parsing and validation (ggml's rules and more), memory-mapped files.
 #include <bit>
 #include <cctype>
+#include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <set>
 
@@ -185,6 +185,14 @@ std::uint64_t gguf_align(std::uint64_t offset, std::uint64_t alignment) {
              : offset + pad;
 }
 
+// "0xFF" for messages.
+std::string hex_byte(char byte) {
+  char text[8];
+  std::snprintf(text, sizeof text, "0x%02X",
+                static_cast<unsigned>(static_cast<unsigned char>(byte)));
+  return text;
+}
+
 std::pair<GgmlType, std::uint64_t> check_gguf_tensor(std::string_view name,
                                                      std::span<const std::int64_t> ne,
                                                      std::uint32_t type_id) {
@@ -193,6 +201,10 @@ std::pair<GgmlType, std::uint64_t> check_gguf_tensor(std::string_view name,
   if (name.size() > kGgufMaxTensorName) {
     throw Error(tensor + ": name of " + std::to_string(name.size()) +
                 " bytes is too long (expected at most 63, ggml's GGML_MAX_NAME - 1)");
+  }
+  if (const std::size_t bad = find_invalid_utf8(name); bad != std::string_view::npos) {
+    throw Error(tensor + ": name is not valid UTF-8 (byte " + hex_byte(name[bad]) + " at offset " +
+                std::to_string(bad) + "; expected UTF-8, as GGUF strings are)");
   }
   if (ne.empty() || ne.size() > kGgufMaxDims) {
     throw Error(tensor + ": " + std::to_string(ne.size()) +
@@ -362,10 +374,11 @@ bool is_gguf_path(const std::filesystem::path& path) {
   for (char& c : extension)
     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (extension == ".gguf") return true;
-  std::ifstream in(path, std::ios::binary);
-  char magic[4] = {};
-  in.read(magic, 4);
-  return in.gcount() == 4 && std::memcmp(magic, "GGUF", 4) == 0;
+  try {
+    return detail::read_file_head(path, 4, "a GGUF file") == "GGUF";
+  } catch (const Error&) {
+    return false;  // not a readable regular file: the reader that opens it says why
+  }
 }
 
 // --- GgufFile ------------------------------------------------------------------------------
@@ -376,7 +389,14 @@ GgufFile GgufFile::open(const std::filesystem::path& path) {
   file.path_ = path;
   file.map_ = region.data;
   file.map_size_ = region.size;
-  file.header_ = parse_gguf_header({file.map_, file.map_size_}, path.string());
+  file.guard_ = region.guard;
+  try {
+    file.header_ = parse_gguf_header({file.map_, file.map_size_}, path.string());
+  } catch (const Error&) {
+    file.check_intact();  // a header read as zeros is the shrinking file's fault
+    throw;
+  }
+  file.check_intact();
   return file;
 }
 
@@ -384,7 +404,8 @@ GgufFile::GgufFile(GgufFile&& other) noexcept
     : path_(std::move(other.path_)),
       header_(std::move(other.header_)),
       map_(std::exchange(other.map_, nullptr)),
-      map_size_(std::exchange(other.map_size_, 0)) {}
+      map_size_(std::exchange(other.map_size_, 0)),
+      guard_(std::exchange(other.guard_, -1)) {}
 
 GgufFile& GgufFile::operator=(GgufFile&& other) noexcept {
   if (this != &other) {
@@ -393,6 +414,7 @@ GgufFile& GgufFile::operator=(GgufFile&& other) noexcept {
     header_ = std::move(other.header_);
     map_ = std::exchange(other.map_, nullptr);
     map_size_ = std::exchange(other.map_size_, 0);
+    guard_ = std::exchange(other.guard_, -1);
   }
   return *this;
 }
@@ -402,10 +424,15 @@ GgufFile::~GgufFile() {
 }
 
 void GgufFile::release() noexcept {
-  detail::MappedRegion region{map_, map_size_};
+  detail::MappedRegion region{map_, map_size_, guard_};
   detail::unmap_file(region);
   map_ = nullptr;
   map_size_ = 0;
+  guard_ = -1;
+}
+
+void GgufFile::check_intact() const {
+  detail::check_mapping({map_, map_size_, guard_}, path_);
 }
 
 const GgufTensorInfo* GgufFile::find(std::string_view name) const {

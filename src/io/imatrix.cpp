@@ -206,9 +206,16 @@ ImportanceMatrix load_imatrix(const std::filesystem::path& path) {
   detail::MappedRegion region = detail::map_file(path, "an imatrix file");
   const Unmapper unmap{region};
   const std::span<const std::byte> bytes(region.data, region.size);
-  ImportanceMatrix out = region.size >= 4 && std::memcmp(region.data, "GGUF", 4) == 0
-                             ? parse_gguf_imatrix(bytes, path.string())
-                             : parse_legacy_imatrix(bytes, path.string());
+  ImportanceMatrix out;
+  try {
+    out = region.size >= 4 && std::memcmp(region.data, "GGUF", 4) == 0
+              ? parse_gguf_imatrix(bytes, path.string())
+              : parse_legacy_imatrix(bytes, path.string());
+  } catch (const Error&) {
+    detail::check_mapping(region, path);  // bytes read as zeros are the shrinking file's fault
+    throw;
+  }
+  detail::check_mapping(region, path);
   out.path = path.string();
   return out;
 }

@@ -9,6 +9,7 @@
 #include "io/safetensors_format.hpp"
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/safetensors.hpp"
+#include "support/json_excerpt.hpp"
 
 namespace lucid::quantization {
 namespace {
@@ -52,20 +53,10 @@ constexpr std::uint64_t kInt64Max =
   throw Error(std::string(file) + ": tensor " + detail::quoted(tensor) + ": " + message);
 }
 
-// Cuts `text` to about `limit` bytes without splitting a UTF-8 sequence.
-std::string shorten(std::string text, std::size_t limit) {
-  if (text.size() <= limit) return text;
-  std::size_t cut = limit;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0u) == 0x80u)
-    --cut;
-  text.resize(cut);
-  return text + "...";
-}
-
-// "number 2.5", "string \"F32\"", "array [1,2]" for messages.
+// "number 2.5", "string \"F32\"", "array [1,2]" for messages: a bounded excerpt, whatever the
+// value's size or depth.
 std::string describe(const json& value) {
-  return std::string(value.type_name()) + " " +
-         shorten(value.dump(-1, ' ', false, json::error_handler_t::replace), 60);
+  return std::string(value.type_name()) + " " + detail::json_excerpt(value, 60);
 }
 
 // "[2, -1]" for a JSON array, shortened when long.
@@ -73,8 +64,8 @@ std::string array_text(const json& array) {
   std::string out = "[";
   for (const json& item : array) {
     if (out.size() > 1) out += ", ";
-    out += item.dump(-1, ' ', false, json::error_handler_t::replace);
-    if (out.size() > 80) return shorten(std::move(out), 80) + "]";
+    out += detail::json_excerpt(item, 80);
+    if (out.size() > 80) return detail::cut_text(std::move(out), 80) + "]";
   }
   return out + "]";
 }
@@ -94,6 +85,15 @@ std::uint64_t read_le64(const std::byte* p) {
   return value;
 }
 
+// Arrays and objects nested deeper than this are refused while parsing, as the reference
+// implementation's JSON parser does (serde_json's recursion limit of 128): a header needs 3.
+constexpr int kMaxHeaderNesting = 127;
+
+[[noreturn]] void fail_nesting(std::string_view file) {
+  fail(file, "header nests arrays or objects more than " + std::to_string(kMaxHeaderNesting) +
+                 " levels deep (expected an object of tensor entries, 3 levels)");
+}
+
 // Parses the header JSON, throwing Error on malformed JSON and on any object (at any depth)
 // that repeats a key: nlohmann/json would otherwise silently keep the last one.
 json parse_json_without_duplicates(std::string_view text, std::string_view file) {
@@ -101,7 +101,11 @@ json parse_json_without_duplicates(std::string_view text, std::string_view file)
   std::string top_key;  // the enclosing top-level key, for messages about nested objects
   auto check = [&](int depth, json::parse_event_t event, json& parsed) {
     switch (event) {
+      case json::parse_event_t::array_start:
+        if (depth >= kMaxHeaderNesting) fail_nesting(file);
+        break;
       case json::parse_event_t::object_start:
+        if (depth >= kMaxHeaderNesting) fail_nesting(file);
         open_objects.emplace_back();
         break;
       case json::parse_event_t::object_end:
@@ -219,8 +223,8 @@ SafetensorsEntry parse_entry(const std::string& name, const json& value, std::ui
     if (!size) {
       if (dim.is_number_integer()) {
         fail_tensor(file, name,
-                    "shape " + array_text(shape) + " has a negative dimension " + dim.dump() +
-                        " (expected non-negative integers)");
+                    "shape " + array_text(shape) + " has a negative dimension " +
+                        detail::json_excerpt(dim) + " (expected non-negative integers)");
       }
       fail_tensor(file, name,
                   "shape " + array_text(shape) + " has a dimension that is " + describe(dim) +
@@ -238,7 +242,7 @@ SafetensorsEntry parse_entry(const std::string& name, const json& value, std::ui
     const auto d = static_cast<std::uint64_t>(dim);
     if (d != 0 && numel > kInt64Max / d) {
       fail_tensor(file, name,
-                  "shape " + shorten(detail::format_shape(entry.shape), 80) +
+                  "shape " + detail::cut_text(detail::format_shape(entry.shape), 80) +
                       " has more elements than 2^63 - 1 (expected a product of dimensions that "
                       "does not overflow)");
     }
@@ -248,7 +252,7 @@ SafetensorsEntry parse_entry(const std::string& name, const json& value, std::ui
   if (numel > std::numeric_limits<std::uint64_t>::max() / element) {
     fail_tensor(file, name,
                 std::string(to_safetensors_name(entry.type)) + " " +
-                    shorten(detail::format_shape(entry.shape), 80) +
+                    detail::cut_text(detail::format_shape(entry.shape), 80) +
                     " needs more than 2^64 bytes (expected a byte size that does not overflow)");
   }
   const std::uint64_t needed = numel * element;
@@ -276,7 +280,8 @@ SafetensorsEntry parse_entry(const std::string& name, const json& value, std::ui
     fail_tensor(file, name,
                 "data_offsets " + offsets_text(begin, end) + " hold " + u64(end - begin) +
                     " bytes but " + std::string(to_safetensors_name(entry.type)) + " " +
-                    shorten(detail::format_shape(entry.shape), 80) + " needs " + u64(needed));
+                    detail::cut_text(detail::format_shape(entry.shape), 80) + " needs " +
+                    u64(needed));
   }
   if (end > data_size) {
     fail_tensor(file, name,
@@ -437,6 +442,19 @@ SafetensorsHeader parse_safetensors_header(std::span<const std::byte> file_bytes
                    u64(bad) + "; expected UTF-8 JSON)");
   }
 
+  // The reference implementation parses the header with serde_json::from_str: JSON whitespace
+  // may pad it on either side, a byte-order mark or a NUL byte may not (nlohmann/json would
+  // skip the one and stop reading at the other).
+  if (text.starts_with("\xEF\xBB\xBF")) {
+    fail(file,
+         "header starts with a UTF-8 byte-order mark (expected the JSON object right away, "
+         "optionally after spaces)");
+  }
+  if (const std::size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    fail(file, "header holds a NUL byte at header offset " + u64(nul) +
+                   " (expected JSON text; padding after it must be spaces)");
+  }
+
   SafetensorsHeader header;
   header.data_offset = 8 + header_length;
   header.data_size = size - header.data_offset;
@@ -472,7 +490,14 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
   file.path_ = path;
   file.map_ = region.data;
   file.map_size_ = region.size;
-  file.header_ = parse_safetensors_header({file.map_, file.map_size_}, path.string());
+  file.guard_ = region.guard;
+  try {
+    file.header_ = parse_safetensors_header({file.map_, file.map_size_}, path.string());
+  } catch (const Error&) {
+    file.check_intact();  // a header read as zeros is the shrinking file's fault
+    throw;
+  }
+  file.check_intact();
   for (std::size_t i = 0; i < file.header_.entries.size(); ++i) {
     file.index_.emplace(file.header_.entries[i].name, i);
   }
@@ -484,7 +509,8 @@ SafetensorsFile::SafetensorsFile(SafetensorsFile&& other) noexcept
       header_(std::move(other.header_)),
       index_(std::move(other.index_)),
       map_(std::exchange(other.map_, nullptr)),
-      map_size_(std::exchange(other.map_size_, 0)) {}
+      map_size_(std::exchange(other.map_size_, 0)),
+      guard_(std::exchange(other.guard_, -1)) {}
 
 SafetensorsFile& SafetensorsFile::operator=(SafetensorsFile&& other) noexcept {
   if (this != &other) {
@@ -494,6 +520,7 @@ SafetensorsFile& SafetensorsFile::operator=(SafetensorsFile&& other) noexcept {
     index_ = std::move(other.index_);
     map_ = std::exchange(other.map_, nullptr);
     map_size_ = std::exchange(other.map_size_, 0);
+    guard_ = std::exchange(other.guard_, -1);
   }
   return *this;
 }
@@ -503,10 +530,15 @@ SafetensorsFile::~SafetensorsFile() {
 }
 
 void SafetensorsFile::release() noexcept {
-  detail::MappedRegion region{map_, map_size_};
+  detail::MappedRegion region{map_, map_size_, guard_};
   detail::unmap_file(region);
   map_ = nullptr;
   map_size_ = 0;
+  guard_ = -1;
+}
+
+void SafetensorsFile::check_intact() const {
+  detail::check_mapping({map_, map_size_, guard_}, path_);
 }
 
 const SafetensorsEntry* SafetensorsFile::find(std::string_view name) const {

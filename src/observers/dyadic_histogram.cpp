@@ -7,6 +7,7 @@
 
 #include "lucid/quantization/error.hpp"
 #include "observers/bin_counter.hpp"
+#include "support/json_excerpt.hpp"
 
 namespace lucid::quantization::detail {
 namespace {
@@ -157,12 +158,12 @@ DyadicHistogram DyadicHistogram::from_json(const Json& value, std::int64_t bins,
   for (const Json& pair : counts) {
     if (!pair.is_array() || pair.size() != 2 || !pair[0].is_number_integer() ||
         !pair[1].is_number_integer()) {
-      bad_state(who, "histogram count " + pair.dump() + " (expected [bin, count])");
+      bad_state(who, "histogram count " + detail::json_excerpt(pair) + " (expected [bin, count])");
     }
     const auto bin = pair[0].get<std::int64_t>();
     const auto count = pair[1].get<std::int64_t>();
     if (bin < 0 || bin > last || count <= 0 || count > total - sum) {
-      bad_state(who, "histogram count " + pair.dump() + " outside the grid or the total");
+      bad_state(who, "histogram count " + detail::json_excerpt(pair) + " outside the grid or the total");
     }
     h.counts_[static_cast<std::size_t>(bin)] += count;
     sum += count;

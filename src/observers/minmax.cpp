@@ -9,6 +9,7 @@
 #include "lucid/quantization/observer_minmax.hpp"
 #include "observers/batch.hpp"
 #include "observers/state.hpp"
+#include "support/json_excerpt.hpp"
 
 namespace lucid::quantization {
 namespace {
@@ -387,7 +388,7 @@ void MovingAveragePerChannelMinMaxObserver::load_state(std::string_view state) {
   }
   for (const detail::Json& b : batches) {
     if (!b.is_number_integer() || b.get<std::int64_t>() < 0) {
-      detail::bad_state(name(), "\"batches\" holds " + b.dump() + " (expected counts >= 0)");
+      detail::bad_state(name(), "\"batches\" holds " + detail::json_excerpt(b) + " (expected counts >= 0)");
     }
     loaded.batches_.push_back(b.get<std::int64_t>());
   }

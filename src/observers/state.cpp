@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "lucid/quantization/error.hpp"
+#include "support/json_excerpt.hpp"
 
 namespace lucid::quantization::detail {
 
@@ -69,14 +70,14 @@ float float_from_json(const Json& value, std::string_view what) {
     const double wide = value.get<double>();
     const auto narrow = static_cast<float>(wide);
     if (static_cast<double>(narrow) != wide) {
-      bad_state(what, value.dump() + " is not a float32 value");
+      bad_state(what, json_excerpt(value) + " is not a float32 value");
     }
     return narrow;
   }
   if (value == "inf") return std::numeric_limits<float>::infinity();
   if (value == "-inf") return -std::numeric_limits<float>::infinity();
   if (value == "nan") return std::numeric_limits<float>::quiet_NaN();
-  bad_state(what, value.dump() + " (expected a number, \"inf\", \"-inf\" or \"nan\")");
+  bad_state(what, json_excerpt(value) + " (expected a number, \"inf\", \"-inf\" or \"nan\")");
 }
 
 Json floats_to_json(std::span<const float> values) {
@@ -87,7 +88,7 @@ Json floats_to_json(std::span<const float> values) {
 }
 
 std::vector<float> floats_from_json(const Json& value, std::string_view what) {
-  if (!value.is_array()) bad_state(what, value.dump() + " (expected an array of numbers)");
+  if (!value.is_array()) bad_state(what, json_excerpt(value) + " (expected an array of numbers)");
   std::vector<float> out;
   out.reserve(value.size());
   for (const Json& v : value)
@@ -147,7 +148,7 @@ T field(const Json& object, const char* key, std::string_view what) {
            value.get<std::int64_t>() <= std::int64_t{std::numeric_limits<T>::max()};
     }
     if (!ok) {
-      bad_state(what, std::string("field \"") + key + "\" = " + value.dump() +
+      bad_state(what, std::string("field \"") + key + "\" = " + json_excerpt(value) +
                           " has the wrong type or is out of range");
     }
     return value.get<T>();

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "lucid/quantization/error.hpp"
+#include "support/unfinished_outputs.hpp"
 
 namespace lucid::quantization::detail {
 namespace {
@@ -103,6 +104,7 @@ AtomicFile::AtomicFile(std::filesystem::path target, bool overwrite)
                 (dir.empty() ? std::string(".") : dir.string()) + " (" + errno_text(error) + ")");
   }
   temp_ = pattern;
+  unfinished_slot_ = detail::remember_unfinished_output(temp_.c_str());
   ::fchmod(fd_, mode);  // best effort: mkstemp creates 0600
   buffer_.reserve(kBufferBytes);
 }
@@ -113,6 +115,7 @@ AtomicFile::AtomicFile(AtomicFile&& other) noexcept
       overwrite_(other.overwrite_),
       fd_(std::exchange(other.fd_, -1)),
       committed_(other.committed_),
+      unfinished_slot_(std::exchange(other.unfinished_slot_, -1)),
       buffer_(std::move(other.buffer_)) {}
 
 AtomicFile& AtomicFile::operator=(AtomicFile&& other) noexcept {
@@ -123,6 +126,7 @@ AtomicFile& AtomicFile::operator=(AtomicFile&& other) noexcept {
     overwrite_ = other.overwrite_;
     fd_ = std::exchange(other.fd_, -1);
     committed_ = other.committed_;
+    unfinished_slot_ = std::exchange(other.unfinished_slot_, -1);
     buffer_ = std::move(other.buffer_);
   }
   return *this;
@@ -136,6 +140,7 @@ void AtomicFile::discard() noexcept {
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
   if (!temp_.empty()) ::unlink(temp_.c_str());
+  detail::forget_unfinished_output(std::exchange(unfinished_slot_, -1));
   temp_.clear();
   buffer_.clear();
 }
@@ -202,6 +207,7 @@ void AtomicFile::commit() {
     fail("cannot rename " + temp_.string() + " onto it", error);
   }
   temp_.clear();
+  detail::forget_unfinished_output(std::exchange(unfinished_slot_, -1));
   committed_ = true;
   sync_directory(target_.parent_path());
 }

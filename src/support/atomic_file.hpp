@@ -12,7 +12,8 @@ namespace lucid::quantization::detail {
 
 /// An output file written under a temporary name (".NAME.tmp-XXXXXX" in the target's
 /// directory) and renamed onto the target by commit(), so readers only ever see the old file
-/// or the complete new one. An existing target is replaced only when `overwrite` is true;
+/// or the complete new one; remove_unfinished_outputs() removes the temporary file from a
+/// signal handler. An existing target is replaced only when `overwrite` is true;
 /// without it, commit() never replaces a file that appeared meanwhile either. On any error,
 /// and on destruction without a successful commit(), the temporary file is removed.
 /// New files get mode 0666 & ~umask; an overwritten file keeps its mode. Every Error message
@@ -58,6 +59,7 @@ class AtomicFile {
   bool overwrite_ = false;
   int fd_ = -1;
   bool committed_ = false;
+  int unfinished_slot_ = -1;  // the temporary file's slot in remove_unfinished_outputs()
   std::vector<std::byte> buffer_;
 };
 

@@ -8,6 +8,7 @@
 
 #include "commands.hpp"
 #include "gguf_commands.hpp"
+#include "interrupts.hpp"
 #include "lucid/quantization/checkpoint.hpp"
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/gguf.hpp"
@@ -51,7 +52,10 @@ void run_dequantize(const DequantizeArgs& a) {
   check_new_output(a.output, a.force);
   ProgressBar bar(!a.quiet);
   options.progress = bar.callback();
-  const Q::DequantizeSummary summary = Q::dequantize_checkpoint(a.input, a.output, options);
+  const Q::DequantizeSummary summary = [&] {
+    const JobOutput job(a.output);
+    return Q::dequantize_checkpoint(a.input, a.output, options);
+  }();
   bar.finish();
   if (a.quiet) return;
   fmt::print("dequantized {} tensor{} to {}, copied {} as they were\n", summary.dequantized,

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gguf_commands.hpp"
+#include "interrupts.hpp"
 #include "lucid/quantization/gguf_quantize.hpp"
 #include "output_files.hpp"
 #include "print.hpp"
@@ -103,7 +104,10 @@ void dequantize_gguf_file(const std::string& input, const std::string& output, b
   options.overwrite = force;
   ProgressBar bar(!quiet);
   options.progress = bar.callback();
-  const Q::DequantizeSummary summary = Q::dequantize_gguf(input, output, options);
+  const Q::DequantizeSummary summary = [&] {
+    const JobOutput job(output);
+    return Q::dequantize_gguf(input, output, options);
+  }();
   bar.finish();
   if (quiet) return;
   fmt::print("decoded {} tensor{} to float32 (as ggml's to_float), copied {} as they were\n",

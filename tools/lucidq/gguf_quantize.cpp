@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "gguf_commands.hpp"
+#include "interrupts.hpp"
 #include "lucid/quantization/checkpoint_algorithms.hpp"
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/gguf_quantize.hpp"
@@ -202,7 +203,10 @@ void run_gguf_quantize(const GgufQuantizeRun& run, const GgufQuantizeFlags& flag
   }
   ProgressBar bar(!run.quiet);
   options.progress = bar.callback();
-  const Q::CheckpointReport report = Q::quantize_gguf(run.input, run.output, options);
+  const Q::CheckpointReport report = [&] {
+    const JobOutput job(run.output);
+    return Q::quantize_gguf(run.input, run.output, options);
+  }();
   bar.finish();
   if (!run.json.empty()) {
     if (json_to_stdout) {

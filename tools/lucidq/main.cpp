@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "interrupts.hpp"
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/version.hpp"
 
@@ -73,6 +74,7 @@ int handle_parse_error(const CLI::App& app, const CLI::ParseError& e) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  lucidq::cli::install_interrupt_handlers();
   CLI::App app{description, "lucidq"};
   app.footer(footer);
   app.set_version_flag("--version", fmt::format("lucidq {}", lucid::quantization::version),

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "commands.hpp"
+#include "interrupts.hpp"
 #include "lucid/quantization/checkpoint.hpp"
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/plot.hpp"
@@ -67,7 +68,9 @@ void run_plot(const PlotArgs& a) {
   const Q::QuantizedTensor q =
       s.group_size > 0 ? Q::quantize_per_group(x, s.qscheme, s.qdtype, s.axis, s.group_size)
                        : Q::quantize(x, s.qscheme, s.qdtype, s.axis);
+  file.check_intact();
   free_font_caches_at_exit();
+  const JobOutput job(a.output);
   Q::plot_quantization_errors(x, q, a.output, options);
   fmt::print("wrote {} ({} {} as {})\n", a.output, a.tensor, Q::to_string(x.shape), Q::describe(s));
   if (!a.report.empty()) {

@@ -10,6 +10,7 @@
 
 #include "commands.hpp"
 #include "gguf_commands.hpp"
+#include "interrupts.hpp"
 #include "lucid/quantization/checkpoint.hpp"
 #include "lucid/quantization/error.hpp"
 #include "method_flags.hpp"
@@ -104,7 +105,10 @@ void run_quantize(const QuantizeArgs& a) {
   }
   ProgressBar bar(!a.quiet);
   options.progress = bar.callback();
-  const Q::CheckpointReport report = Q::quantize_checkpoint(a.input, a.output, options);
+  const Q::CheckpointReport report = [&] {
+    const JobOutput job(a.output);
+    return Q::quantize_checkpoint(a.input, a.output, options);
+  }();
   bar.finish();
 
   if (!a.json.empty()) {

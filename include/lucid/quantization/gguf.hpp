@@ -210,6 +210,12 @@ class GgufFile {
   TensorView view(const GgufTensorInfo& info) const;
   /// Drops the tensor's pages from the resident set (they reload on access). Never throws.
   void release_pages(const GgufTensorInfo& info) const noexcept;
+  /// Throws Error ("PATH: the file shrank while it was being read (...)") when the file was
+  /// truncated, or its storage failed, while it was mapped: a read of the mapping then gets
+  /// zeros instead of killing the process with SIGBUS, and this call reports it. The jobs of
+  /// this library call it after each tensor and before they commit an output; call it too
+  /// after reading views of a file that another program may change.
+  void check_intact() const;
   const std::filesystem::path& path() const { return path_; }
   /// Bytes of the whole file.
   std::uint64_t file_size() const { return map_size_; }
@@ -222,6 +228,7 @@ class GgufFile {
   GgufHeader header_;
   const std::byte* map_ = nullptr;
   std::size_t map_size_ = 0;
+  int guard_ = -1;  // the mapping's bus-error guard (-1: none)
 };
 
 /// True when `path` names a GGUF file: it starts with the GGUF magic, or (so that a damaged

@@ -113,6 +113,12 @@ class SafetensorsFile {
   /// pass over a large file keep its memory near one tensor's size. Pages shared with the
   /// neighbouring tensors are released too. Best effort: never throws.
   void release_pages(const SafetensorsEntry& entry) const noexcept;
+  /// Throws Error ("PATH: the file shrank while it was being read (...)") when the file was
+  /// truncated, or its storage failed, while it was mapped: a read of the mapping then gets
+  /// zeros instead of killing the process with SIGBUS, and this call reports it. The jobs of
+  /// this library call it after each tensor and before they commit an output; call it too
+  /// after reading views of a file that another program may change.
+  void check_intact() const;
   /// The path given to open().
   const std::filesystem::path& path() const { return path_; }
 
@@ -125,6 +131,7 @@ class SafetensorsFile {
   std::map<std::string, std::size_t, std::less<>> index_;
   const std::byte* map_ = nullptr;  // nullptr when nothing is mapped (an empty file)
   std::size_t map_size_ = 0;
+  int guard_ = -1;  // the mapping's bus-error guard (-1: none)
 };
 
 /// The name, element type and shape of one tensor to write.
