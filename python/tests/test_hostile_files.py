@@ -105,13 +105,18 @@ def test_header_rule_nul_padding_and_byte_order_mark(tmp_path):
             Q.load_safetensors(bad)
 
 
+def _gguf(tensor_name, metadata=()):
+    """A GGUF v3 file: string metadata (key, value bytes), one F32 tensor of 32 values."""
+    raw = b"GGUF" + struct.pack("<Iqq", 3, 1, len(metadata))
+    for key, value in metadata:
+        raw += struct.pack("<Q", len(key)) + key + struct.pack("<IQ", 8, len(value)) + value
+    raw += struct.pack("<Q", len(tensor_name)) + tensor_name + struct.pack("<IqIQ", 1, 32, 0, 0)
+    return raw + b"\0" * (-len(raw) % 32) + struct.pack("<32f", *([0.5] * 32))
+
+
 def test_gguf_tensor_name_that_is_not_utf8_names_the_input_and_tensor(tmp_path):
-    raw = b"GGUF" + struct.pack("<Iqq", 3, 1, 0)
-    name = b"blk.\xff.weight"
-    raw += struct.pack("<Q", len(name)) + name + struct.pack("<IqIQ", 1, 32, 0, 0)
-    raw += b"\0" * (-len(raw) % 32) + struct.pack("<32f", *([0.5] * 32))
     path = tmp_path / "bad.gguf"
-    path.write_bytes(raw)
+    path.write_bytes(_gguf(b"blk.\xff.weight"))
     message = 'bad.gguf: tensor "blk.\ufffd.weight": name is not valid UTF-8'
     for call, args in ((lucidq.gguf.read, (path,)),
                        (lucidq.gguf.quantize_file, (path, tmp_path / "q.gguf")),
@@ -119,6 +124,16 @@ def test_gguf_tensor_name_that_is_not_utf8_names_the_input_and_tensor(tmp_path):
         with pytest.raises(Q.Error, match=message):
             call(*args)
     assert os.listdir(tmp_path) == ["bad.gguf"]
+
+
+def test_gguf_metadata_that_is_not_utf8_is_blamed_on_the_input_by_dequantize(tmp_path):
+    path = tmp_path / "meta.gguf"
+    path.write_bytes(_gguf(b"w", [(b"general.name", b"caf\xe9")]))
+    assert lucidq.gguf.read(path).metadata["general.name"] == "caf\ufffd"  # replaced on read
+    with pytest.raises(Q.Error, match='meta.gguf: metadata key "general.name": the string value '
+                                      "is not valid UTF-8"):
+        lucidq.gguf.dequantize_file(path, tmp_path / "d.safetensors")
+    assert os.listdir(tmp_path) == ["meta.gguf"]
 
 
 def test_an_input_that_shrinks_while_read_is_a_clean_error(tmp_path, rng):
