@@ -3,9 +3,16 @@
 from .activation import (
     ELU, GELU, Hardsigmoid, Hardswish, LeakyReLU, ReLU, ReLU6, SiLU, Sigmoid, Tanh,
 )
-from .conv import Conv1d, Conv2d, ConvReLU2d
+from .channel_table import BatchNorm2d, BatchNorm3d, BNReLU2d, BNReLU3d, PReLU
+from .conv import Conv1d, Conv2d, ConvReLU1d, ConvReLU2d
+from .conv3d import Conv3d, ConvReLU3d
+from .conv_transpose import ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
+from .dropout import Dropout
 from .embedding import Embedding, EmbeddingBag
 from .functional import QFunctional
+from .float_rule import (
+    GroupNorm, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, LayerNorm, Softmax,
+)
 from .linear import Linear, LinearReLU
 from .pool import MaxPool2d
 from .stubs import DeQuantize, Quantize
@@ -15,5 +22,8 @@ __all__ = [
     "Linear", "LinearReLU", "Quantize", "DeQuantize", "ReLU", "ReLU6", "Sigmoid",
     "Hardsigmoid", "Tanh", "Hardswish", "ELU", "LeakyReLU", "GELU", "SiLU", "dynamic",
     "weight_only", "Conv1d", "Conv2d", "ConvReLU2d", "Embedding", "EmbeddingBag",
-    "MaxPool2d", "QFunctional",
+    "MaxPool2d", "QFunctional", "BatchNorm2d", "BatchNorm3d", "BNReLU2d", "BNReLU3d", "PReLU",
+    "ConvReLU1d", "Conv3d", "ConvReLU3d", "ConvTranspose1d", "ConvTranspose2d",
+    "ConvTranspose3d", "Dropout", "LayerNorm", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d",
+    "InstanceNorm3d", "Softmax",
 ]

@@ -1,0 +1,319 @@
+"""Static quantized modules against torch.ao 1.13 and against exact references.
+
+Each case builds one float module between torch.ao's QuantStub and DeQuantStub, prepares,
+calibrates and converts it with torch.ao and with lucidq (same qconfig, same batches), then
+feeds both converted modules the same input codes (torch's QuantStub output) and checks:
+the output grids are equal, the output codes are within 1 of torch's, and, where lucidq's
+arithmetic is exact (integer sums, tables), the codes equal a float64 reference written
+here from the documented formula (0 mismatches).
+"""
+
+import copy
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="the model workflow needs torch (python3-torch)")
+from torch import nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+import torch.ao.nn.intrinsic as nni  # noqa: E402
+import torch.ao.nn.quantized as nnq  # noqa: E402
+import torch.ao.quantization as tq  # noqa: E402
+from torch.ao.quantization.quantization_mappings import (  # noqa: E402
+    get_default_qconfig_propagation_list, get_default_static_quant_module_mappings,
+)
+
+import lucidq  # noqa: E402
+from lucidq.workflow import quantized as lq  # noqa: E402
+
+MINMAX = tq.QConfig(activation=tq.MinMaxObserver.with_args(dtype=torch.quint8),
+                    weight=tq.default_weight_observer)
+PER_CHANNEL = tq.QConfig(activation=tq.MinMaxObserver.with_args(dtype=torch.quint8),
+                         weight=tq.default_per_channel_weight_observer)
+FIXED_0_TO_1 = tq.QConfig(activation=tq.default_fixed_qparams_range_0to1_observer,
+                          weight=tq.default_weight_observer)
+
+
+@pytest.fixture(params=["qnnpack", "onednn"])
+def engine(request):
+    if request.param not in torch.backends.quantized.supported_engines:
+        pytest.skip(f"torch was built without the {request.param} engine")
+    before = torch.backends.quantized.engine
+    torch.backends.quantized.engine = request.param
+    yield request.param
+    torch.backends.quantized.engine = before
+
+
+def converted_pair(seed, module, shape, qconfig=MINMAX):
+    """(torch's converted module, lucidq's, the input codes torch's QuantStub gives)."""
+    torch.manual_seed(seed)
+    model = nn.Sequential(tq.QuantStub(), module, tq.DeQuantStub()).eval()
+    model.qconfig = qconfig
+    calibration = [torch.randn(shape) * 2 + 0.5 for _ in range(3)]
+    mapping = dict(get_default_static_quant_module_mappings(), **{nn.Softmax: nnq.Softmax})
+    allow = get_default_qconfig_propagation_list() | {nn.Softmax}
+    theirs = tq.prepare(copy.deepcopy(model), allow_list=allow)
+    ours = lucidq.prepare(copy.deepcopy(model))
+    with torch.no_grad():
+        for batch in calibration:
+            theirs(batch)
+            ours(batch)
+    theirs = tq.convert(theirs, mapping=mapping)
+    ours = lucidq.convert(ours)
+    x = theirs[0](torch.randn(shape) * 2 + 0.5)
+    return theirs[1], ours[1], x
+
+
+def compare(theirs, ours, x, reference=None):
+    """Output codes of both modules on x: grids equal, |ours − torch| ≤ 1, ours == reference.
+    Returns (max difference to torch, mismatches against the reference or None)."""
+    with torch.no_grad():
+        t, o = theirs(x), ours(x)
+    assert o.is_quantized and o.dtype == t.dtype and o.shape == t.shape
+    assert o.q_scale() == pytest.approx(t.q_scale(), rel=1e-6)
+    assert o.q_zero_point() == t.q_zero_point()
+    t_codes, o_codes = t.int_repr().numpy().astype(np.int64), o.int_repr().numpy().astype(np.int64)
+    diff = int(np.abs(t_codes - o_codes).max())
+    mismatches = None
+    if reference is not None:
+        expected = reference(x, o.q_scale(), o.q_zero_point())
+        mismatches = int((expected != o_codes).sum())
+    print(f"{type(ours).__name__}: max |lucidq - torch| = {diff} over {o_codes.size} codes, "
+          f"mismatches vs reference = {mismatches}")
+    assert diff <= 1
+    assert mismatches in (None, 0)
+    return diff, mismatches
+
+
+def _input(x):
+    """float64 (code − zero point) and the input scale as float32."""
+    codes = x.int_repr().numpy().astype(np.float64) - x.q_zero_point()
+    return codes, np.float64(np.float32(x.q_scale()))
+
+
+def _quantize(y, scale, zero_point, low=0):
+    return np.clip(np.rint(y / scale) + zero_point, low, 255).astype(np.int64)
+
+
+def _requantize(acc, in_scale, weight_scales, bias, scale, zero_point, relu):
+    """The documented requantization of exact integer sums [B, C, ...]."""
+    shape = (1, -1) + (1,) * (acc.ndim - 2)
+    m = in_scale * np.float64(weight_scales) / np.float64(np.float32(scale))
+    y = acc * np.broadcast_to(m, (acc.shape[1],)).reshape(shape)
+    if bias is not None:
+        y = y + (np.float64(bias) / np.float64(np.float32(scale))).reshape(shape)
+    low = zero_point if relu else 0
+    return np.clip(np.rint(y) + zero_point, low, 255).astype(np.int64)
+
+
+def _torch_weight(theirs):
+    """torch's int8 weight codes (float64) and scales (float32 values) of a quantized conv."""
+    w = theirs.weight()
+    if w.qscheme() in (torch.per_channel_affine, torch.per_channel_symmetric):
+        scales = w.q_per_channel_scales().numpy().astype(np.float32)
+    else:
+        scales = np.float32(w.q_scale())
+    return w.int_repr().numpy().astype(np.float64), scales.astype(np.float64)
+
+
+def _torch_bias(theirs):
+    b = theirs.bias()
+    return None if b is None else b.detach().numpy().astype(np.float32)
+
+
+def conv_reference(theirs, relu, transpose=False):
+    """The exact integer convolution (float64 conv of codes, exact below 2**53), requantized."""
+    weight, scales = _torch_weight(theirs)
+    bias = _torch_bias(theirs)
+
+    def reference(x, scale, zero_point):
+        codes, in_scale = _input(x)
+        dims = codes.ndim - 2
+        args = dict(stride=theirs.stride, padding=theirs.padding, dilation=theirs.dilation,
+                    groups=theirs.groups)
+        xs, ws = torch.from_numpy(codes), torch.from_numpy(weight)
+        if transpose:
+            op = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[dims - 1]
+            acc = op(xs, ws, output_padding=theirs.output_padding, **args)
+        else:
+            acc = (F.conv1d, F.conv2d, F.conv3d)[dims - 1](xs, ws, **args)
+        return _requantize(acc.numpy(), in_scale, scales, bias, scale, zero_point, relu)
+
+    return reference
+
+
+CONVS = {
+    "Conv3d": (lambda: nn.Conv3d(4, 6, (3, 2, 3), stride=(2, 1, 1), padding=(1, 0, 2)),
+               (2, 4, 5, 6, 7), False),
+    "Conv3d-dilated-groups": (lambda: nn.Conv3d(4, 6, 3, padding=2, dilation=2, groups=2),
+                              (1, 4, 5, 5, 6), False),
+    "ConvReLU3d": (lambda: nni.ConvReLU3d(nn.Conv3d(3, 5, 3, padding=1), nn.ReLU()),
+                   (2, 3, 4, 5, 5), True),
+    "ConvReLU1d": (lambda: nni.ConvReLU1d(nn.Conv1d(3, 8, 3, stride=2, padding=1), nn.ReLU()),
+                   (2, 3, 17), True),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CONVS))
+@pytest.mark.parametrize("qconfig", [MINMAX, PER_CHANNEL], ids=["per_tensor", "per_channel"])
+def test_convolutions(seed, engine, case, qconfig):
+    build, shape, relu = CONVS[case]
+    theirs, ours, x = converted_pair(seed, build(), shape, qconfig)
+    np.testing.assert_array_equal(ours.weight_codes(), theirs.weight().int_repr().numpy())
+    compare(theirs, ours, x, conv_reference(theirs, relu))
+
+
+TRANSPOSED = {
+    "ConvTranspose1d": (lambda: nn.ConvTranspose1d(4, 6, 3, stride=2, padding=1,
+                                                   output_padding=1), (2, 4, 9)),
+    "ConvTranspose2d": (lambda: nn.ConvTranspose2d(4, 6, (3, 2), stride=(2, 1), padding=(1, 0),
+                                                   groups=2, dilation=(1, 2)), (2, 4, 5, 6)),
+    "ConvTranspose3d": (lambda: nn.ConvTranspose3d(3, 4, 2, stride=2), (1, 3, 3, 4, 3)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TRANSPOSED))
+def test_transposed_convolutions(seed, engine, case):
+    build, shape = TRANSPOSED[case]
+    if engine == "qnnpack" and case == "ConvTranspose3d":
+        pytest.skip("torch's qnnpack engine has no 3-d transposed convolution")
+    theirs, ours, x = converted_pair(seed, build(), shape)
+    compare(theirs, ours, x, conv_reference(theirs, relu=False, transpose=True))
+
+
+def test_transposed_per_channel_weights_are_per_output_channel(seed):
+    torch.manual_seed(seed)
+    model = nn.Sequential(tq.QuantStub(), nn.ConvTranspose2d(3, 4, 3, groups=1),
+                          tq.DeQuantStub()).eval()
+    model.qconfig = PER_CHANNEL
+    prepared = lucidq.prepare(model)
+    prepared(torch.randn(2, 3, 5, 5))
+    converted = lucidq.convert(prepared)[1]
+    assert converted.weight_scales.shape == (4,)  # one per output channel
+    x = torch.quantize_per_tensor(torch.randn(2, 3, 5, 5), 0.05, 128, torch.quint8)
+    # torch's per-channel observer and quantizer on the weight as [C_out, C_in, KH, KW]
+    observer = tq.default_per_channel_weight_observer()
+    weight = model[1].weight.detach().transpose(0, 1).contiguous()
+    observer(weight)
+    scales, zero_points = observer.calculate_qparams()
+    codes = torch.quantize_per_channel(weight, scales, zero_points, 0, torch.qint8).int_repr()
+    np.testing.assert_array_equal(converted.weight_scales, scales.numpy().astype(np.float32))
+    codes = codes.transpose(0, 1).numpy().astype(np.float64)
+    acc = F.conv_transpose2d(torch.from_numpy(_input(x)[0]), torch.from_numpy(codes)).numpy()
+    out = converted(x)
+    expected = _requantize(acc, _input(x)[1], scales.numpy().astype(np.float32).astype(np.float64),
+                           model[1].bias.detach().numpy(), out.q_scale(), out.q_zero_point(),
+                           relu=False)
+    mismatches = int((expected != out.int_repr().numpy()).sum())
+    print(f"per-channel ConvTranspose2d: mismatches vs reference = {mismatches}")
+    assert mismatches == 0
+
+
+def batch_norm(module, relu):
+    bn = module[0] if isinstance(module, nn.Sequential) else module
+    with torch.no_grad():
+        bn.weight.uniform_(0.5, 2.0)
+        bn.bias.uniform_(-1, 1)
+        bn.running_mean.uniform_(-1, 1)
+        bn.running_var.uniform_(0.5, 3.0)
+    gamma, beta, mean, var = (np.float64(t.detach().numpy()) for t in (
+        bn.weight, bn.bias, bn.running_mean, bn.running_var))
+
+    def reference(x, scale, zero_point):
+        codes, in_scale = _input(x)
+        shape = (1, -1) + (1,) * (codes.ndim - 2)
+        k = gamma / np.sqrt(var + bn.eps)
+        y = k.reshape(shape) * (in_scale * codes - mean.reshape(shape)) + beta.reshape(shape)
+        return _quantize(y, np.float64(np.float32(scale)), zero_point,
+                         zero_point if relu else 0)
+
+    return module, reference
+
+
+def prelu(module, relu):
+    with torch.no_grad():
+        module.weight.uniform_(-0.5, 0.5)
+    slopes = np.float64(module.weight.detach().numpy())
+
+    def reference(x, scale, zero_point):
+        codes, in_scale = _input(x)
+        v = in_scale * codes
+        a = slopes.reshape((1, -1) + (1,) * (codes.ndim - 2)) if slopes.size > 1 else slopes
+        return _quantize(np.where(v >= 0, v, a * v), np.float64(np.float32(scale)), zero_point)
+
+    return module, reference
+
+
+TABLES = {
+    "BatchNorm2d": (lambda: batch_norm(nn.BatchNorm2d(5), False), (3, 5, 6, 7)),
+    "BatchNorm3d": (lambda: batch_norm(nn.BatchNorm3d(4), False), (2, 4, 3, 5, 6)),
+    "BNReLU2d": (lambda: batch_norm(nni.BNReLU2d(nn.BatchNorm2d(5), nn.ReLU()), True),
+                 (3, 5, 6, 7)),
+    "BNReLU3d": (lambda: batch_norm(nni.BNReLU3d(nn.BatchNorm3d(4), nn.ReLU()), True),
+                 (2, 4, 3, 5, 6)),
+    "PReLU": (lambda: prelu(nn.PReLU(6), False), (4, 6, 9)),
+    "PReLU-shared": (lambda: prelu(nn.PReLU(), False), (4, 6, 9)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TABLES))
+def test_channel_tables(seed, engine, case):
+    build, shape = TABLES[case]
+    torch.manual_seed(seed)
+    module, reference = build()
+    theirs, ours, x = converted_pair(seed, module, shape)
+    compare(theirs, ours, x, reference)
+
+
+FLOAT_RULE = {
+    "LayerNorm": (lambda: nn.LayerNorm([6, 7]), (3, 5, 6, 7), MINMAX),
+    "GroupNorm": (lambda: nn.GroupNorm(2, 6), (3, 6, 5, 4), MINMAX),
+    "InstanceNorm1d": (lambda: nn.InstanceNorm1d(5, affine=True), (3, 5, 11), MINMAX),
+    "InstanceNorm2d": (lambda: nn.InstanceNorm2d(5, affine=True), (3, 5, 6, 7), MINMAX),
+    "InstanceNorm3d": (lambda: nn.InstanceNorm3d(4), (2, 4, 3, 5, 6), MINMAX),
+    "Softmax": (lambda: nn.Softmax(dim=1), (4, 10, 3), FIXED_0_TO_1),
+    "Softmax-last": (lambda: nn.Softmax(dim=-1), (4, 3, 10), FIXED_0_TO_1),
+}
+
+
+def _randomize(module):
+    for p in module.parameters():
+        with torch.no_grad():
+            p.uniform_(-1, 2)
+    return module
+
+
+@pytest.mark.parametrize("case", sorted(FLOAT_RULE))
+def test_float_rule_modules(seed, engine, case):
+    build, shape, qconfig = FLOAT_RULE[case]
+    torch.manual_seed(seed)
+    theirs, ours, x = converted_pair(seed, _randomize(build()), shape, qconfig)
+    if case.startswith("Softmax"):
+        assert (ours.scale, ours.zero_point) == (1.0 / 256.0, 0)
+    compare(theirs, ours, x)
+
+
+def test_dropout_is_the_identity(seed):
+    theirs, ours, x = converted_pair(seed, nn.Dropout(0.3), (2, 3, 4))
+    assert isinstance(ours, lq.Dropout)
+    assert ours(x) is x
+
+
+def test_fuse_modules_builds_the_new_fused_types(seed):
+    torch.manual_seed(seed)
+    model = nn.Sequential(nn.Conv3d(2, 4, 3), nn.BatchNorm3d(4), nn.ReLU(), nn.BatchNorm3d(4),
+                          nn.ReLU(), nn.Conv1d(2, 2, 1), nn.ReLU()).eval()
+    fused = lucidq.fuse_modules(model, [["0", "1", "2"], ["3", "4"], ["5", "6"]])
+    kinds = [type(m).__name__ for m in fused]
+    assert kinds[:1] + kinds[3:4] + kinds[5:6] == ["ConvReLU3d", "BNReLU3d", "ConvReLU1d"]
+    x = torch.randn(1, 2, 5, 5, 5)
+    torch.testing.assert_close(fused[:5](x), model[:5](x), rtol=1e-4, atol=1e-5)
+
+
+def test_wrong_input_names_the_module(seed):
+    theirs, ours, x = converted_pair(seed, nn.Conv3d(4, 6, 3), (1, 4, 5, 5, 5))
+    bad = torch.quantize_per_tensor(torch.randn(1, 3, 5, 5, 5), 0.1, 128, torch.quint8)
+    with pytest.raises(lucidq.Error, match=r"input has shape \(1, 3, 5, 5, 5\).*in_channels = 4"):
+        ours(bad)
+    with pytest.raises(lucidq.Error, match="expected quantized activations"):
+        ours(torch.randn(1, 4, 5, 5, 5))
