@@ -352,3 +352,66 @@ def test_wrong_input_names_the_module(seed):
         ours(bad)
     with pytest.raises(lucidq.Error, match="expected quantized activations"):
         ours(torch.randn(1, 4, 5, 5, 5))
+
+
+class Mixed(nn.Module):
+    """One model through every new family: transposed conv, BN+ReLU, Dropout, Conv3d,
+    InstanceNorm, PReLU, LayerNorm, Softmax."""
+
+    def __init__(self):
+        super().__init__()
+        self.quant = tq.QuantStub()
+        self.up = nn.ConvTranspose2d(3, 4, 2, stride=2)
+        self.bn = nn.BatchNorm2d(4)
+        self.relu = nn.ReLU()
+        self.drop = nn.Dropout(0.2)
+        self.conv3d = nn.Conv3d(1, 2, 3, padding=1)
+        self.norm = nn.InstanceNorm3d(2, affine=True)
+        self.prelu = nn.PReLU(2)
+        self.ln = nn.LayerNorm(12)
+        self.softmax = nn.Softmax(dim=-1)
+        self.dequant = tq.DeQuantStub()
+
+    def forward(self, x):
+        x = self.drop(self.relu(self.bn(self.up(self.quant(x)))))  # [B, 4, 12, 12]
+        x = self.prelu(self.norm(self.conv3d(x.unsqueeze(1))))  # [B, 2, 4, 12, 12]
+        return self.dequant(self.softmax(self.ln(x)))
+
+
+def _sqnr(reference, value):
+    noise = (reference - value).pow(2).sum()
+    return float(10 * torch.log10(reference.pow(2).sum() / noise))
+
+
+@pytest.mark.parametrize("engine", ["qnnpack"], indirect=True)
+def test_mixed_model_sqnr_against_torch(seed, engine):
+    torch.manual_seed(seed)
+    model = Mixed().eval()
+    with torch.no_grad():
+        model.bn.running_mean.uniform_(-0.3, 0.3)
+        model.bn.running_var.uniform_(0.5, 2.0)
+        model.prelu.weight.uniform_(0, 2).round_()  # torch.ao 1.13 rounds PReLU slopes
+    calibration = [torch.randn(4, 3, 6, 6) for _ in range(4)]
+    x = torch.randn(4, 3, 6, 6)
+    fused = ["bn", "relu"]
+    theirs = tq.fuse_modules(model, fused)
+    theirs.qconfig = MINMAX
+    theirs.softmax.qconfig = FIXED_0_TO_1
+    theirs = tq.prepare(theirs, allow_list=get_default_qconfig_propagation_list() | {nn.Softmax})
+    ours = lucidq.prepare(lucidq.fuse_modules(model, fused), MINMAX)
+    defaults = lucidq.prepare(model)  # no qconfig: lucidq's default mapping
+    with torch.no_grad():
+        for batch in calibration:
+            theirs(batch)
+            ours(batch)
+            defaults(batch)
+        mapping = {**get_default_static_quant_module_mappings(), nn.Softmax: nnq.Softmax}
+        theirs = tq.convert(theirs, mapping=mapping)
+        ours, defaults = lucidq.convert(ours), lucidq.convert(defaults)
+        assert isinstance(ours.bn, lq.BNReLU2d) and isinstance(defaults.up, lq.ConvTranspose2d)
+        expected = model(x)
+        sqnr = {name: _sqnr(expected, m(x)) for name, m in
+                [("torch.ao", theirs), ("lucidq", ours), ("lucidq default mapping", defaults)]}
+    print("SQNR against float (dB):", {k: round(v, 2) for k, v in sqnr.items()})
+    assert sqnr["lucidq"] >= sqnr["torch.ao"] - 1.0
+    assert sqnr["lucidq default mapping"] >= sqnr["torch.ao"] - 1.0
