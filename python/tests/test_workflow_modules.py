@@ -415,3 +415,38 @@ def test_mixed_model_sqnr_against_torch(seed, engine):
     print("SQNR against float (dB):", {k: round(v, 2) for k, v in sqnr.items()})
     assert sqnr["lucidq"] >= sqnr["torch.ao"] - 1.0
     assert sqnr["lucidq default mapping"] >= sqnr["torch.ao"] - 1.0
+
+
+QAT_MODELS = {
+    "ConvBnReLU1d": (lambda: nn.Sequential(tq.QuantStub(), nn.Conv1d(3, 4, 3, padding=1),
+                                           nn.BatchNorm1d(4), nn.ReLU(), tq.DeQuantStub()),
+                     [["1", "2", "3"]], (4, 3, 10)),
+    "ConvBn3d": (lambda: nn.Sequential(tq.QuantStub(), nn.Conv3d(2, 3, 3, padding=1),
+                                       nn.BatchNorm3d(3), tq.DeQuantStub()),
+                 [["1", "2"]], (2, 2, 4, 5, 5)),
+    "ConvReLU3d": (lambda: nn.Sequential(tq.QuantStub(), nn.Conv3d(2, 3, 2), nn.ReLU(),
+                                         tq.DeQuantStub()), [["1", "2"]], (2, 2, 4, 5, 5)),
+    "Conv3d": (lambda: nn.Sequential(tq.QuantStub(), nn.Conv3d(2, 3, 2), tq.DeQuantStub()),
+               [], (2, 2, 4, 5, 5)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(QAT_MODELS))
+def test_qat_1d_3d_match_torch(seed, engine, case):
+    build, groups, shape = QAT_MODELS[case]
+    torch.manual_seed(seed)
+    model = build().train()
+    qconfig = tq.get_default_qat_qconfig(engine)
+    theirs = tq.fuse_modules_qat(model, groups) if groups else copy.deepcopy(model)
+    ours = lucidq.fuse_modules_qat(model, groups) if groups else copy.deepcopy(model)
+    theirs.qconfig = qconfig
+    theirs = tq.prepare_qat(theirs)
+    ours = lucidq.prepare_qat(ours, qconfig)
+    with torch.no_grad():
+        for _ in range(3):
+            batch = torch.randn(shape)
+            torch.testing.assert_close(ours(batch), theirs(batch), rtol=1e-5, atol=1e-6)
+    assert type(ours[1]).__name__ == type(theirs[1]).__name__
+    theirs, ours = tq.convert(theirs.eval()), lucidq.convert(ours.eval())
+    x = theirs[0](torch.randn(shape))
+    compare(theirs[1], ours[1], x)

@@ -5,7 +5,7 @@ weight and bias with its running statistics:
     k = gamma / sqrt(running_var + eps),  W' = W * k (per output channel),
     b' = (b - running_mean) * k + beta.
 For QAT (fuse_modules_qat, train mode) the BatchNorm stays a separate, trained part of a
-fused unit (fused.LinearBn1d, ConvBn2d, ConvBnReLU2d); prepare_qat swaps the unit for a QAT
+fused unit (fused.LinearBn1d, ConvBn1d/2d/3d, ConvBnReLU1d/2d/3d); prepare_qat swaps the unit for a QAT
 module that folds it on the fly. As torch: the first module of each group becomes the
 fused module, the others become nn.Identity; the first's forward pre-hooks and the last's
 forward hooks move to the fused module.
@@ -87,9 +87,17 @@ _EVAL = {
 _QAT = {
     (nn.Linear, nn.ReLU): fused.LinearReLU,
     (nn.Linear, nn.BatchNorm1d): fused.LinearBn1d,
+    (nn.Conv1d, nn.ReLU): fused.ConvReLU1d,
+    (nn.Conv1d, nn.BatchNorm1d): fused.ConvBn1d,
+    (nn.Conv1d, nn.BatchNorm1d, nn.ReLU): fused.ConvBnReLU1d,
     (nn.Conv2d, nn.ReLU): fused.ConvReLU2d,
     (nn.Conv2d, nn.BatchNorm2d): fused.ConvBn2d,
     (nn.Conv2d, nn.BatchNorm2d, nn.ReLU): fused.ConvBnReLU2d,
+    (nn.Conv3d, nn.ReLU): fused.ConvReLU3d,
+    (nn.Conv3d, nn.BatchNorm3d): fused.ConvBn3d,
+    (nn.Conv3d, nn.BatchNorm3d, nn.ReLU): fused.ConvBnReLU3d,
+    (nn.BatchNorm2d, nn.ReLU): fused.BNReLU2d,
+    (nn.BatchNorm3d, nn.ReLU): fused.BNReLU3d,
 }
 
 

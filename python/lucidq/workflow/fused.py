@@ -10,7 +10,8 @@ from torch import nn
 
 __all__ = [
     "FusedModule", "LinearReLU", "LinearBn1d", "ConvReLU1d", "ConvReLU2d", "ConvReLU3d",
-    "ConvBn2d", "ConvBnReLU2d", "BNReLU2d", "BNReLU3d",
+    "ConvBn1d", "ConvBn2d", "ConvBn3d", "ConvBnReLU1d", "ConvBnReLU2d", "ConvBnReLU3d",
+    "BNReLU2d", "BNReLU3d",
 ]
 
 
@@ -71,6 +72,30 @@ class BNReLU3d(FusedModule):
     """BatchNorm3d then ReLU (quantized as one per-channel table)."""
 
     _PARTS = (nn.BatchNorm3d, nn.ReLU)
+
+
+class ConvBn1d(FusedModule):
+    """Conv1d then BatchNorm1d, kept apart for QAT."""
+
+    _PARTS = (nn.Conv1d, nn.BatchNorm1d)
+
+
+class ConvBn3d(FusedModule):
+    """Conv3d then BatchNorm3d, kept apart for QAT."""
+
+    _PARTS = (nn.Conv3d, nn.BatchNorm3d)
+
+
+class ConvBnReLU1d(FusedModule):
+    """Conv1d, BatchNorm1d, ReLU, kept apart for QAT."""
+
+    _PARTS = (nn.Conv1d, nn.BatchNorm1d, nn.ReLU)
+
+
+class ConvBnReLU3d(FusedModule):
+    """Conv3d, BatchNorm3d, ReLU, kept apart for QAT."""
+
+    _PARTS = (nn.Conv3d, nn.BatchNorm3d, nn.ReLU)
 
 
 class ConvBn2d(FusedModule):

@@ -127,6 +127,14 @@ for _float, _quantized in [
     (nn.InstanceNorm2d, q.InstanceNorm2d),
     (nn.InstanceNorm3d, q.InstanceNorm3d),
     (nn.Softmax, q.Softmax),
+    (qat.Conv1d, q.Conv1d),
+    (qat.ConvBn1d, q.Conv1d),
+    (qat.ConvReLU1d, q.ConvReLU1d),
+    (qat.ConvBnReLU1d, q.ConvReLU1d),
+    (qat.Conv3d, q.Conv3d),
+    (qat.ConvBn3d, q.Conv3d),
+    (qat.ConvReLU3d, q.ConvReLU3d),
+    (qat.ConvBnReLU3d, q.ConvReLU3d),
 ]:
     register_static(_float, _quantized)
 
@@ -145,6 +153,20 @@ for _float, _qat in [
     (_torch_fused.ConvBn2d, qat.ConvBn2d),
     (fused.ConvBnReLU2d, qat.ConvBnReLU2d),
     (_torch_fused.ConvBnReLU2d, qat.ConvBnReLU2d),
+    (nn.Conv1d, qat.Conv1d),
+    (fused.ConvReLU1d, qat.ConvReLU1d),
+    (_torch_fused.ConvReLU1d, qat.ConvReLU1d),
+    (fused.ConvBn1d, qat.ConvBn1d),
+    (_torch_fused.ConvBn1d, qat.ConvBn1d),
+    (fused.ConvBnReLU1d, qat.ConvBnReLU1d),
+    (_torch_fused.ConvBnReLU1d, qat.ConvBnReLU1d),
+    (nn.Conv3d, qat.Conv3d),
+    (fused.ConvReLU3d, qat.ConvReLU3d),
+    (_torch_fused.ConvReLU3d, qat.ConvReLU3d),
+    (fused.ConvBn3d, qat.ConvBn3d),
+    (_torch_fused.ConvBn3d, qat.ConvBn3d),
+    (fused.ConvBnReLU3d, qat.ConvBnReLU3d),
+    (_torch_fused.ConvBnReLU3d, qat.ConvBnReLU3d),
 ]:
     register_qat(_float, _qat)
 
