@@ -44,8 +44,9 @@ def engine(request):
     torch.backends.quantized.engine = before
 
 
-def converted_pair(seed, module, shape, qconfig=MINMAX):
-    """(torch's converted module, lucidq's, the input codes torch's QuantStub gives)."""
+def converted_pair(seed, module, shape, qconfig=MINMAX, with_torch=True):
+    """(torch's converted module, lucidq's, the input codes torch's QuantStub gives);
+    with_torch=False: (None, lucidq's, the input codes lucidq's QuantStub gives)."""
     torch.manual_seed(seed)
     model = nn.Sequential(tq.QuantStub(), module, tq.DeQuantStub()).eval()
     model.qconfig = qconfig
@@ -58,8 +59,10 @@ def converted_pair(seed, module, shape, qconfig=MINMAX):
         for batch in calibration:
             theirs(batch)
             ours(batch)
-    theirs = tq.convert(theirs, mapping=mapping)
     ours = lucidq.convert(ours)
+    if not with_torch:
+        return None, ours[1], ours[0](torch.randn(shape) * 2 + 0.5)
+    theirs = tq.convert(theirs, mapping=mapping)
     x = theirs[0](torch.randn(shape) * 2 + 0.5)
     return theirs[1], ours[1], x
 
@@ -156,6 +159,8 @@ CONVS = {
                (2, 4, 5, 6, 7), False),
     "Conv3d-dilated-groups": (lambda: nn.Conv3d(4, 6, 3, padding=2, dilation=2, groups=2),
                               (1, 4, 5, 5, 6), False),
+    "Conv3d-only-depth-padding": (lambda: nn.Conv3d(2, 3, (1, 3, 3), stride=2, padding=1),
+                                  (2, 2, 1, 5, 5), False),
     "ConvReLU3d": (lambda: nni.ConvReLU3d(nn.Conv3d(3, 5, 3, padding=1), nn.ReLU()),
                    (2, 3, 4, 5, 5), True),
     "ConvReLU1d": (lambda: nni.ConvReLU1d(nn.Conv1d(3, 8, 3, stride=2, padding=1), nn.ReLU()),
@@ -172,6 +177,15 @@ def test_convolutions(seed, engine, case, qconfig):
     codes = weight_codes(_conv_of(module), qconfig)[0]
     np.testing.assert_array_equal(ours.weight_codes().reshape(codes.shape), codes)
     compare(theirs, ours, x, conv_reference(module, qconfig, relu))
+
+
+def test_conv3d_same_padding(seed):
+    # torch.ao 1.13 cannot prepack padding="same"; the exact reference can
+    for conv in (nn.Conv3d(2, 4, 3, padding="same", dilation=(2, 1, 1)),
+                 nn.Conv3d(2, 4, (2, 3, 2), padding="same")):  # extra padding at the back
+        _, ours, x = converted_pair(seed, conv, (1, 2, 5, 6, 6), PER_CHANNEL, with_torch=False)
+        assert ours(x).shape == (1, 4, 5, 6, 6)
+        compare(None, ours, x, conv_reference(conv, PER_CHANNEL, relu=False))
 
 
 TRANSPOSED = {
@@ -291,7 +305,7 @@ def test_prelu_slopes_exact(seed):
     for channels, slopes in [(6, lambda shape: torch.rand(shape) - 0.5),
                              (1, lambda shape: torch.full(shape, -0.3))]:
         module, reference = prelu(nn.PReLU(channels), slopes)
-        _, ours, x = converted_pair(seed, module, (4, 6, 9))
+        _, ours, x = converted_pair(seed, module, (4, 6, 9), with_torch=False)
         compare(None, ours, x, reference)
     for channels in (6, 1):
         module, reference = prelu(nn.PReLU(channels),

@@ -1,12 +1,12 @@
-"""fuse_modules / fuse_modules_qat: Linear+ReLU, Linear+BatchNorm1d, Conv1d/2d/3d+BatchNorm(+ReLU), BatchNorm+ReLU.
+"""fuse_modules / fuse_modules_qat: Linear+ReLU, Linear+BN1d, Conv+BN(+ReLU) in 1d/2d/3d, BN+ReLU.
 
 For inference (fuse_modules, model in eval mode) BatchNorm is folded into the preceding
 weight and bias with its running statistics:
     k = gamma / sqrt(running_var + eps),  W' = W * k (per output channel),
     b' = (b - running_mean) * k + beta.
 For QAT (fuse_modules_qat, train mode) the BatchNorm stays a separate, trained part of a
-fused unit (fused.LinearBn1d, ConvBn1d/2d/3d, ConvBnReLU1d/2d/3d); prepare_qat swaps the unit for a QAT
-module that folds it on the fly. As torch: the first module of each group becomes the
+fused unit (fused.LinearBn1d, ConvBn1d/2d/3d, ConvBnReLU1d/2d/3d); prepare_qat swaps the
+unit for a QAT module that folds it on the fly. As torch: the first module of each group becomes the
 fused module, the others become nn.Identity; the first's forward pre-hooks and the last's
 forward hooks move to the fused module.
 """

@@ -1,4 +1,4 @@
-"""QAT Conv1d/2d/3d, ConvReLU1d/2d/3d, ConvBn1d/2d/3d, ConvBnReLU1d/2d/3d: convolutions with fake-quantized weights.
+"""QAT Conv, ConvReLU, ConvBn, ConvBnReLU (1d, 2d, 3d): convolutions with fake-quantized weights.
 
 The ConvBn units train their BatchNorm as torch 1.13's nniqat.ConvBn2d (its default,
 approximate path): with k = gamma / sqrt(running_var + eps), the weight W · k is fake

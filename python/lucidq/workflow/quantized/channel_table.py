@@ -1,4 +1,4 @@
-"""BatchNorm2d / 3d, BNReLU2d / 3d and PReLU on 8-bit codes: one 256-entry table of output codes per channel.
+"""BatchNorm2d/3d, BNReLU2d/3d and PReLU on 8-bit codes: a 256-entry code table per channel.
 
 Each is an elementwise map that depends on the channel only, and an 8-bit code has 256
 values, so per channel c (axis 1) the module is exactly a table, built once per input grid

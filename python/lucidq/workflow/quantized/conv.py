@@ -1,10 +1,11 @@
-"""Static W8A8 Conv1d, Conv2d, ConvReLU1d and ConvReLU2d: 8-bit codes in, 8-bit codes out, on lucidq.conv2d.
+"""Static W8A8 Conv1d, Conv2d, ConvReLU1d, ConvReLU2d: 8-bit codes in and out, on lucidq.conv2d.
 
 Each call is one integer pass of lucidq.conv2d_requantize on the input's NCHW codes:
 acc = Σ (x − z_in) · w exact in int32 (padding reads as z_in, i.e. float zero), then
 out = clamp(nearbyint(acc · s_in·s_w[o]/s_out + bias[o]/s_out) + z_out), ReLU fused into the
-clamp for ConvReLU1d / ConvReLU2d. Conv1d is the same with H = 1. Weights: int8 per output channel (the
-qconfig's weight observer), packed once (im2col GEMM, pointwise GEMM or depthwise kernel).
+clamp for ConvReLU1d / ConvReLU2d. Conv1d is the same with H = 1. Weights: int8 per output
+channel (the qconfig's weight observer), packed once (im2col GEMM, pointwise GEMM or
+depthwise kernel).
 """
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""Static W8A8 Conv3d and ConvReLU3d: a sum of lucidq.conv2d_int32 over the depth taps, requantized once.
+"""Static W8A8 Conv3d / ConvReLU3d: lucidq.conv2d_int32 summed over depth taps, requantized once.
 
 A 3-D convolution is, for each kernel depth tap kd, a 2-D convolution of the input's depth
 slices d = d_out·stride_d − pad_front + kd·dilation_d with the weight's slice w[:, :, kd]:

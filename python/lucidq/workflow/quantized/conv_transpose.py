@@ -1,4 +1,4 @@
-"""Static W8A8 ConvTranspose1d / 2d / 3d: lucidq's int8 GEMM (exact int32) plus col2im, requantized once.
+"""Static W8A8 ConvTranspose1d/2d/3d: lucidq's int8 GEMM (exact int32) + col2im, requantized once.
 
 A transposed convolution scatters every input position through the kernel: per group,
     cols[b, s, (o, k)] = Σ_i (x[b, i, s] − z_in) · w[i, o, k]      (lucidq.gemm_int32, exact)

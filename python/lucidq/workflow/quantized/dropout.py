@@ -1,4 +1,4 @@
-"""Dropout on quantized activations: the identity, as torch.ao's quantized Dropout (inference only)."""
+"""Dropout on quantized activations: the identity, as torch.ao's quantized Dropout."""
 
 from torch import nn
 

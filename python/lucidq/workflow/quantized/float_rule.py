@@ -1,4 +1,4 @@
-"""LayerNorm, GroupNorm, InstanceNorm1d/2d/3d and Softmax on 8-bit codes: dequantize, the float32 op, requantize.
+"""LayerNorm, GroupNorm, InstanceNorm1d/2d/3d, Softmax: dequantize, float32 op, requantize.
 
 These ops reduce over many elements (a mean, a variance, a sum of exponentials), so no
 per-element table or integer kernel gives them exactly; lucidq applies torch.ao's rule:
