@@ -340,6 +340,10 @@ def test_float_rule_modules(seed, engine, case):
     if case.startswith("Softmax"):
         assert (ours.scale, ours.zero_point) == (1.0 / 256.0, 0)
     compare(theirs, ours, x)
+    floats = x.dequantize()  # a part of the model left float runs the float op
+    torch.manual_seed(seed)
+    build_float = _randomize(build()).eval()
+    torch.testing.assert_close(ours(floats), build_float(floats))
 
 
 def test_dropout_is_the_identity(seed):

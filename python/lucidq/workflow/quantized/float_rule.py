@@ -7,7 +7,8 @@ per-element table or integer kernel gives them exactly; lucidq applies torch.ao'
         InstanceNorm always normalizes with the input's own statistics, as torch.ao's)
     out = clamp(round_half_even(y · (1 / s_out)) + z_out)   (lucidq.quantize)
 The output grid is the calibrated observer's; Softmax's is fixed as torch.ao's default
-mapping fixes it (quint8, scale 1/256, zero point 0: [0, 1) in steps of 1/256).
+mapping fixes it (quint8, scale 1/256, zero point 0: [0, 1) in steps of 1/256). Float input
+(a part of the model left float, e.g. a Softmax after the DeQuantStub) runs the float op.
 """
 
 import copy
@@ -65,6 +66,8 @@ class _FloatRule(nn.Module):
         return self.float_module(v)
 
     def forward(self, x):
+        if isinstance(x, torch.Tensor) and not x.is_quantized:
+            return self._float(x)
         q = codes_of(x, self)
         v = q.array.astype(np.float32)
         v -= np.float32(q.zero_point)
