@@ -12,6 +12,10 @@ and plain attributes, not in torch parameters. Each module type declares its sta
                   arguments (stride, padding, mode, ...)
     decode(cls, tensors, settings) -> a new module of type cls, equal to the encoded one
         (same outputs bit for bit)
+    shapes(tensors, settings) -> {name: shape}, optional (declare_state(..., shapes=...)):
+        the shapes of the float module's parameters the tensors stand for, which
+        load_quantized checks against a float model (default: each tensor's own shape; an
+        embedding's prepacked table stands for its weight [rows, dim])
 
 and lists QuantizedState among its base classes (`class BatchNorm2d(QuantizedState,
 nn.Module)`). The declaration goes next to the class or in _module_states.py (the built-in
