@@ -2,6 +2,7 @@
 
 import io
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="the model workflow needs torch (python3-torch)")
@@ -239,3 +240,32 @@ def test_load_quantized_names_the_side_that_lacks_a_module(tmp_path, seed):
     model = W.fuse_modules(Static().eval(), fused)
     loaded = W.load_quantized(path, model)  # the same structure loads
     assert torch.equal(run(loaded, "static", seed), run(static_model(seed), "static", seed))
+
+
+def test_a_new_module_type_gets_its_state_from_one_declaration(tmp_path, rng):
+    from lucidq.workflow.quantized._state import QuantizedState, declare_state
+
+    class ChannelScale(QuantizedState, nn.Module):
+        def __init__(self, factors, offset):
+            super().__init__()
+            self.factors, self.offset = factors, offset
+
+        def forward(self, x):
+            return x * torch.from_numpy(self.factors) + self.offset
+
+    declare_state(ChannelScale, lambda m: ({"factors": m.factors}, {"offset": m.offset}),
+                  lambda cls, tensors, settings: cls(tensors["factors"], settings["offset"]))
+    source = nn.Sequential(ChannelScale(rng.standard_normal(3).astype("float32"), 0.25))
+    x = torch.from_numpy(rng.standard_normal((2, 3)).astype("float32"))
+    target = nn.Sequential(ChannelScale(np.zeros(3, np.float32), 0.0))
+    target.load_state_dict(source.state_dict())
+    assert torch.equal(target(x), source(x))
+    path = tmp_path / "scale.safetensors"
+    W.save_quantized(source, path)
+    loaded = W.load_quantized(path, nn.Sequential(ChannelScale(np.zeros(3, np.float32), 0.0)))
+    assert torch.equal(loaded(x), source(x))
+    with pytest.raises(RuntimeError, match=r"size mismatch for 0.factors: copying a param with "
+                                           r"shape torch.Size\(\[3\]\) from checkpoint, the "
+                                           r"shape in current model is torch.Size\(\[4\]\)"):
+        nn.Sequential(ChannelScale(np.zeros(4, np.float32), 0.0)).load_state_dict(
+            source.state_dict())
