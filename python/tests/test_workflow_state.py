@@ -234,8 +234,8 @@ def test_load_quantized_names_the_side_that_lacks_a_module(tmp_path, seed):
         W.load_quantized(path, model)
     model = W.fuse_modules(Static().eval(), fused)
     model.head = nn.Linear(10, 3)
-    with pytest.raises(Q.Error, match=r"the model \(Static\) has tensor 'head.bias' \(module 'head'\), "
-                                      r"which the checkpoint lacks"):
+    with pytest.raises(Q.Error, match=r"the model \(Static\) has tensor 'head.bias' \(module "
+                                      r"'head'\), which the checkpoint lacks"):
         W.load_quantized(path, model)
     model = W.fuse_modules(Static().eval(), fused)
     loaded = W.load_quantized(path, model)  # the same structure loads
