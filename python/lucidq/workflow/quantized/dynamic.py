@@ -8,12 +8,13 @@ from ...nn import DynamicQuantizedLinear
 from .._observed import qdtype_of
 from .._paths import label
 from ._io import float_array, float_bias, float_input
+from ._state import QuantizedState
 from ._weights import int8_weight
 
 __all__ = ["Linear"]
 
 
-class Linear(nn.Module):
+class Linear(QuantizedState, nn.Module):
     """Counterpart of torch.ao.nn.quantized.dynamic.Linear over lucidq's DynamicQuantizedLinear.
 
     Activations: quantized per row (per token) by default, which is finer than torch's one

@@ -18,6 +18,7 @@ from ... import _lucidq
 from .._observed import check_observed, qparams_of
 from .._paths import label
 from ..qtensor import codes_of, wrap_codes
+from ._state import QuantizedState
 
 __all__ = ["QFunctional"]
 
@@ -42,7 +43,7 @@ def _dequantized(q):
     return float(q.scale) * (_code_values(q.qdtype).astype(np.float64) - q.zero_point)
 
 
-class QFunctional(nn.Module):
+class QFunctional(QuantizedState, nn.Module):
     """Quantized counterpart of torch.ao.nn.quantized.FloatFunctional: call its methods
     (add, add_relu, mul, add_scalar, mul_scalar, cat), not forward. scale / zero_point /
     qdtype: the calibrated output grid of add, add_relu, mul and cat; None when the
