@@ -18,10 +18,12 @@ from torch import nn
 
 from .. import _lucidq
 from ..checkpoint import load_quantized_tensor, load_safetensors, save_safetensors
+from ..nn import DynamicQuantizedLinear
 from ..weight_only import WeightOnlyLinear
 from . import quantized as q
 from .quantized import activation as _act
 from .quantized import dynamic as _dynamic
+from .quantized import dynamic_rnn as _dynamic_rnn
 from .quantized import weight_only as _weight_only
 
 __all__ = ["save_quantized", "load_quantized"]
@@ -34,6 +36,9 @@ _LOOKUPS = {cls.__name__: cls for cls in (
 _STATIC_LINEAR = {"Linear": q.Linear, "LinearReLU": q.LinearReLU}
 _CONVS = {"Conv1d": q.Conv1d, "Conv2d": q.Conv2d, "ConvReLU2d": q.ConvReLU2d}
 _POOL_ARGS = ("kernel_size", "stride", "padding", "dilation", "ceil_mode")
+_RECURRENT = {f"Dynamic{cls.__name__}": cls for cls in (
+    _dynamic_rnn.LSTM, _dynamic_rnn.GRU, _dynamic_rnn.LSTMCell, _dynamic_rnn.GRUCell,
+    _dynamic_rnn.RNNCell)}
 
 
 def _tensor_metadata(name, qt, original_dtype="F32"):
@@ -89,9 +94,36 @@ def _grid(module):
     return {"scale": module.scale, "zero_point": module.zero_point, "qdtype": module.qdtype.name}
 
 
+def _describe_recurrent(path, module, tensors, metadata):
+    """A dynamic LSTM / GRU / cell: each weight as `<path>.weight_<name>` (torch's names:
+    weight_ih_l0, weight_hh_l0_reverse, weight_ih, ...), each bias as `<path>.bias_<name>`."""
+    for name, layer in module.products.items():
+        _add_quantized(tensors, metadata, f"{path}.weight_{name}", layer.packed_weight.to_quantized())
+        if layer.bias is not None:
+            tensors[f"{path}.bias_{name}"] = layer.bias
+    first = next(iter(module.products.values()))
+    return {"type": f"Dynamic{type(module).__name__}", "settings": module.settings(),
+            "per_row": first.per_row, "qdtype": first.qdtype.name}
+
+
+def _rebuild_recurrent(path, entry, file, tensors):
+    cls, settings = _RECURRENT[entry["type"]], entry["settings"]
+    products = {}
+    for name in cls.names_of(settings):
+        weight = load_quantized_tensor(file, f"{path}.weight_{name}")
+        packed = _lucidq.PackedWeightsInt8.pack(weight.int_repr().astype(np.int8),
+                                                np.asarray(weight.qparams.scale, np.float32))
+        products[name] = DynamicQuantizedLinear(packed, tensors.get(f"{path}.bias_{name}"),
+                                                per_row=entry["per_row"],
+                                                qdtype=_lucidq.QDtype(entry["qdtype"]))
+    return cls(products, **settings)
+
+
 def _describe(path, module, tensors, metadata):
     """The JSON description of a lucidq module (adding its tensors), or None for other modules."""
     kind = type(module)
+    if kind in _RECURRENT.values():
+        return _describe_recurrent(path, module, tensors, metadata)
     if kind in (q.Linear, q.LinearReLU):
         _add_quantized(tensors, metadata, f"{path}.weight", module.packed_weight.to_quantized())
         if module.bias is not None:
@@ -187,6 +219,8 @@ def _rebuild(path, entry, file, tensors):
         else:
             module = _STATIC_LINEAR[kind](packed, bias, entry["scale"], entry["zero_point"],
                                           _lucidq.QDtype(entry["qdtype"]))
+    elif kind in _RECURRENT:
+        module = _rebuild_recurrent(path, entry, file, tensors)
     elif kind == "WeightOnlyLinear":
         weight = load_quantized_tensor(file, f"{path}.weight")
         layer = WeightOnlyLinear.from_quantized(weight, bias, entry["activations"])
