@@ -98,7 +98,8 @@ def _describe_recurrent(path, module, tensors, metadata):
     """A dynamic LSTM / GRU / cell: each weight as `<path>.weight_<name>` (torch's names:
     weight_ih_l0, weight_hh_l0_reverse, weight_ih, ...), each bias as `<path>.bias_<name>`."""
     for name, layer in module.products.items():
-        _add_quantized(tensors, metadata, f"{path}.weight_{name}", layer.packed_weight.to_quantized())
+        weight = layer.packed_weight.to_quantized()
+        _add_quantized(tensors, metadata, f"{path}.weight_{name}", weight)
         if layer.bias is not None:
             tensors[f"{path}.bias_{name}"] = layer.bias
     first = next(iter(module.products.values()))

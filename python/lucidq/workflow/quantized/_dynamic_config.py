@@ -1,4 +1,4 @@
-"""What a dynamic module reads from its qconfig: how its weights are quantized, how its inputs are."""
+"""What a dynamic module reads from its qconfig: how weights and activations are quantized."""
 
 from ... import _lucidq
 from ...nn import DynamicQuantizedLinear

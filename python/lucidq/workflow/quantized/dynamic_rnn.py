@@ -1,4 +1,4 @@
-"""Dynamic quantized recurrent modules (LSTM, GRU, LSTMCell, GRUCell, RNNCell) on the dynamic int8 GEMM.
+"""Dynamic quantized LSTM, GRU, LSTMCell, GRUCell and RNNCell on the dynamic int8 GEMM.
 
 As torch.ao.nn.quantized.dynamic's: float in, float out. Every weight matrix (weight_ih and
 weight_hh of each layer and direction, all gates stacked: [G·H, I] and [G·H, H] with G = 4
@@ -7,7 +7,9 @@ lucidq.DynamicQuantizedLinear, so each gate product is one call of the dynamic G
 input projection of a whole sequence is one GEMM per layer and direction (one quantization
 of all T·B input rows, as torch on the CPU); the hidden state is quantized again at every
 step for its [G·H, H] product. The gate nonlinearities and the cell update run in float32,
-in torch's order of operations.
+in torch's order of operations. LSTM and GRU take padded tensors and PackedSequences (a
+packed sequence runs as torch's: all rows' input projection at once, then each step on the
+sequences still running).
 """
 
 import torch
@@ -36,7 +38,8 @@ def _lstm_step(gx, gh, state):
 
 
 def _gru_step(gx, gh, state):
-    """One GRU update, gates r, z, n ([B, 3H] each): n = tanh(x_n + r · h_n), h' = (h - n)·z + n."""
+    """One GRU update, gates r, z, n ([B, 3H] each): n = tanh(x_n + r · h_n),
+    h' = (h - n)·z + n."""
     xr, xz, xn = gx.chunk(3, 1)
     hr, hz, hn = gh.chunk(3, 1)
     r = torch.sigmoid(hr + xr)
@@ -48,15 +51,11 @@ def _gru_step(gx, gh, state):
 def _float_input(x, module, what, dims, size, expected):
     """x as a float32 torch tensor with a dim in dims and last axis size; lucidq.Error naming the
     module otherwise."""
-    if isinstance(x, PackedSequence):
-        raise _lucidq.Error(
-            f"{label(module)}: {what} is a PackedSequence (expected a padded tensor {expected}; "
-            "the dynamic quantized recurrent modules do not take packed sequences: pad it with "
-            "torch.nn.utils.rnn.pad_packed_sequence)"
-        )
     if not (isinstance(x, torch.Tensor) and x.is_floating_point()):
         kind = f"a {x.dtype} tensor" if isinstance(x, torch.Tensor) else f"a {type(x).__name__}"
-        raise _lucidq.Error(f"{label(module)}: {what} is {kind} (expected a float tensor {expected})")
+        raise _lucidq.Error(
+            f"{label(module)}: {what} is {kind} (expected a float tensor {expected})"
+        )
     if x.dim() not in dims or x.shape[-1] != size:
         raise _lucidq.Error(
             f"{label(module)}: {what} has shape {tuple(x.shape)} (expected {expected})"
@@ -86,6 +85,15 @@ def _state(hx, module, count, shape, names):
     return tuple(state)
 
 
+def _permute(state, indices):
+    """A state (a tensor or a tuple of tensors [L·D, B, H]) with its batch axis reordered."""
+    if isinstance(state, torch.Tensor):
+        return state.index_select(1, indices)
+    if isinstance(state, (tuple, list)):
+        return tuple(_permute(part, indices) for part in state)
+    return state
+
+
 def _unsqueeze(hx, axis):
     """An unbatched state (a tensor or a tuple of tensors) with a batch axis of 1 added;
     anything else unchanged (for _state to refuse)."""
@@ -105,7 +113,8 @@ def _check_products(products, shapes, owner):
         got = (layer.out_features, layer.in_features)
         if got != shape:
             raise _lucidq.Error(
-                f"{owner}: product {name!r} has a weight of shape {list(got)} (expected {list(shape)})"
+                f"{owner}: product {name!r} has a weight of shape {list(got)} "
+                f"(expected {list(shape)})"
             )
 
 
@@ -185,51 +194,97 @@ class _RNNBase(nn.Module):
         return new
 
     def forward(self, input, hx=None):
-        """input [T, B, I] ([B, T, I] when batch_first; [T, I] unbatched) -> (output [T, B, D·H],
-        state), state as torch's: h_n (GRU) or (h_n, c_n) (LSTM), each [num_layers·D, B, H]."""
+        """input [T, B, I] ([B, T, I] when batch_first; [T, I] unbatched) or a PackedSequence
+        -> (output of the same form with D·H features, state); state as torch's: h_n (GRU) or
+        (h_n, c_n) (LSTM), each [num_layers·D, B, H]."""
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         expected = "[B, T, I]" if self.batch_first else "[T, B, I]"
         expected += f" or unbatched [T, I], I = input_size = {self.input_size}"
         x = _float_input(input, self, "input", (2, 3), self.input_size, expected)
         batched = x.dim() == 3
         if not batched:
-            x = x.unsqueeze(1)
+            x, hx = x.unsqueeze(1), _unsqueeze(hx, 1)
         elif self.batch_first:
             x = x.transpose(0, 1)
-        directions = 2 if self.bidirectional else 1
-        count = len(self._STATES)
-        shape = [self.num_layers * directions, x.shape[1], self.hidden_size]
-        if not batched:
-            hx = _unsqueeze(hx, 1)
-        state = _state(hx, self, count, shape, self._STATES)
-        output, finals = self._layers(x.contiguous(), state, directions)
-        finals = tuple(torch.stack([f[i] for f in finals]) for i in range(count))
+        steps, batch = x.shape[0], x.shape[1]
+        state = self._initial_state(hx, batch)
+        rows, finals = self._layers(x.reshape(steps * batch, -1), [batch] * steps, state)
+        output = rows.view(steps, batch, -1)
         if not batched:
             output = output.squeeze(1)
             finals = tuple(f.squeeze(1) for f in finals)
         elif self.batch_first:
             output = output.transpose(0, 1)
-        return output, finals[0] if count == 1 else finals
+        return output, finals[0] if len(finals) == 1 else finals
 
-    def _layers(self, x, state, directions):
-        """Runs every layer over x [T, B, I]; returns (output [T, B, D·H], final states)."""
-        steps, batch = x.shape[0], x.shape[1]
+    def _forward_packed(self, packed, hx):
+        """As torch: the state is given and returned in the caller's batch order
+        (sorted_indices / unsorted_indices), the output is packed like the input."""
+        data, batch_sizes, sorted_indices, unsorted_indices = packed
+        expected = f"packed rows [N, I], I = input_size = {self.input_size}"
+        data = _float_input(data, self, "input.data", (2,), self.input_size, expected)
+        sizes = [int(b) for b in batch_sizes]
+        if hx is not None and sorted_indices is not None:
+            hx = _permute(hx, sorted_indices)
+        rows, finals = self._layers(data, sizes, self._initial_state(hx, sizes[0]))
+        if unsorted_indices is not None:
+            finals = _permute(finals, unsorted_indices)
+        output = PackedSequence(rows, batch_sizes, sorted_indices, unsorted_indices)
+        return output, finals[0] if len(finals) == 1 else finals
+
+    def _initial_state(self, hx, batch):
+        directions = 2 if self.bidirectional else 1
+        shape = [self.num_layers * directions, batch, self.hidden_size]
+        return _state(hx, self, len(self._STATES), shape, self._STATES)
+
+    def _layers(self, rows, batch_sizes, state):
+        """Runs every layer over the sequence given as rows [N, I], time-major, batch_sizes[t]
+        rows at step t (non-increasing, as a PackedSequence's); returns (output rows [N, D·H],
+        final states: one tensor [num_layers·D, B, H] per state part)."""
+        directions = 2 if self.bidirectional else 1
         finals = []
         for layer in range(self.num_layers):
             outputs = []
             for direction in range(directions):
                 suffix = f"_l{layer}{'_reverse' if direction else ''}"
-                ih, hh = self.products[f"ih{suffix}"], self.products[f"hh{suffix}"]
-                gates = _product(ih, x.reshape(steps * batch, -1)).view(steps, batch, -1)
-                s = tuple(part[layer * directions + direction] for part in state)
-                out = torch.empty(steps, batch, self.hidden_size)
-                order = range(steps - 1, -1, -1) if direction else range(steps)
-                for t in order:
-                    s = type(self)._step(gates[t], _product(hh, s[0]), s)
-                    out[t] = s[0]
+                run = self._backward if direction else self._forward
+                initial = tuple(part[layer * directions + direction] for part in state)
+                out, final = run(self.products[f"ih{suffix}"], self.products[f"hh{suffix}"],
+                                 rows, batch_sizes, initial)
                 outputs.append(out)
-                finals.append(s)
-            x = outputs[0] if directions == 1 else torch.cat(outputs, 2)
-        return x, finals
+                finals.append(final)
+            rows = outputs[0] if directions == 1 else torch.cat(outputs, 1)
+        return rows, tuple(torch.stack(parts) for parts in zip(*finals))
+
+    def _forward(self, ih, hh, rows, batch_sizes, initial):
+        """One direction, first step to last; a sequence that ends leaves its final state."""
+        gates = _product(ih, rows)
+        out = torch.empty(rows.shape[0], self.hidden_size)
+        s, done, offset = initial, [], 0
+        for size in batch_sizes:
+            if size < s[0].shape[0]:
+                done.append(tuple(part[size:] for part in s))
+                s = tuple(part[:size] for part in s)
+            s = type(self)._step(gates[offset:offset + size], _product(hh, s[0]), s)
+            out[offset:offset + size] = s[0]
+            offset += size
+        done.append(s)
+        return out, tuple(torch.cat(parts[::-1]) for parts in zip(*done))
+
+    def _backward(self, ih, hh, rows, batch_sizes, initial):
+        """One direction, last step to first; a sequence joins with its initial state at its
+        own last step."""
+        gates = _product(ih, rows)
+        out = torch.empty(rows.shape[0], self.hidden_size)
+        s, offset = tuple(part[:batch_sizes[-1]] for part in initial), rows.shape[0]
+        for size in reversed(batch_sizes):
+            if size > s[0].shape[0]:
+                s = tuple(torch.cat([p, q[p.shape[0]:size]]) for p, q in zip(s, initial))
+            offset -= size
+            s = type(self)._step(gates[offset:offset + size], _product(hh, s[0]), s)
+            out[offset:offset + size] = s[0]
+        return out, s
 
     def extra_repr(self):
         text = f"{self.input_size}, {self.hidden_size}"
