@@ -14,6 +14,7 @@ activation scale per call) the outputs must equal torch.ao's within 1e-6 (measur
 """
 
 import contextlib
+import copy
 
 import pytest
 import torch
@@ -294,3 +295,20 @@ def test_save_and_load_round_trip(tmp_path):
     x = torch.randn(T, B, I)
     for name, arg in (("lstm", x.transpose(0, 1)), ("gru", x), ("cell", x[0])):
         assert torch.equal(flat(getattr(quantized, name)(arg)), flat(getattr(loaded, name)(arg)))
+
+
+def test_constructor_checks_products_and_copies_run_alike():
+    seeded(66)
+    lstm = lucidq.quantize_dynamic(Net(nn.LSTM(I, H, 2, bidirectional=True)), {nn.LSTM}).rnn
+    products = dict(lstm.products)
+    with pytest.raises(lucidq.Error, match=r"LSTM: products has .* \(expected \['hh_l0', "
+                                           r"'hh_l0_reverse', 'ih_l0', 'ih_l0_reverse'\]\)"):
+        LD.LSTM(products, I, H, 1, bidirectional=True)
+    with pytest.raises(lucidq.Error, match=r"LSTM: product 'ih_l0' has a bias \(expected none"):
+        LD.LSTM(products, I, H, 2, bias=False, bidirectional=True)
+    products["ih_l1"] = products["ih_l0"]
+    with pytest.raises(lucidq.Error, match=r"LSTM: product 'ih_l1' has a weight of shape "
+                                           r"\[64, 8\] \(expected \[64, 32\]\)"):
+        LD.LSTM(products, I, H, 2, bidirectional=True)
+    x = torch.randn(T, B, I)
+    assert torch.equal(flat(copy.deepcopy(lstm)(x)), flat(lstm(x)))

@@ -104,8 +104,9 @@ def _unsqueeze(hx, axis):
     return hx
 
 
-def _check_products(products, shapes, owner):
-    """products must be exactly {name: DynamicQuantizedLinear} with the weight shapes given."""
+def _check_products(products, shapes, bias, owner):
+    """products must be exactly {name: DynamicQuantizedLinear} with the weight shapes given,
+    each with a bias when bias is True and none otherwise."""
     if sorted(products) != sorted(shapes):
         raise _lucidq.Error(f"{owner}: products has {sorted(products)} (expected {sorted(shapes)})")
     for name, shape in shapes.items():
@@ -115,6 +116,11 @@ def _check_products(products, shapes, owner):
             raise _lucidq.Error(
                 f"{owner}: product {name!r} has a weight of shape {list(got)} "
                 f"(expected {list(shape)})"
+            )
+        if (layer.bias is not None) != bias:
+            raise _lucidq.Error(
+                f"{owner}: product {name!r} {'has no' if bias else 'has a'} bias (expected "
+                f"{'one' if bias else 'none'}: bias = {bias})"
             )
 
 
@@ -144,7 +150,7 @@ class _RNNBase(nn.Module):
             layer = int(name.split("_l")[1].split("_")[0])
             inputs = self.input_size if layer == 0 else directions * self.hidden_size
             shapes[name] = (gates, inputs if name.startswith("ih") else self.hidden_size)
-        _check_products(products, shapes, type(self).__name__)
+        _check_products(products, shapes, self.bias, type(self).__name__)
         self.products = {name: products[name] for name in names}
 
     @staticmethod
@@ -329,7 +335,7 @@ class _CellBase(nn.Module):
         self.input_size, self.hidden_size, self.bias = int(input_size), int(hidden_size), bool(bias)
         gates = self._GATES * self.hidden_size
         shapes = {"ih": (gates, self.input_size), "hh": (gates, self.hidden_size)}
-        _check_products(products, shapes, type(self).__name__)
+        _check_products(products, shapes, self.bias, type(self).__name__)
         self.products = {name: products[name] for name in self.product_names()}
 
     @staticmethod
