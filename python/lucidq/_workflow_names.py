@@ -71,7 +71,6 @@ WORKFLOW_NAMES = (
     "QuantStub",
     "DeQuantStub",
     "QuantWrapper",
-    "QTensor",
     "save_quantized",
     "load_quantized",
     "register_static",

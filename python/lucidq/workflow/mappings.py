@@ -13,6 +13,7 @@ weight alone with no observer (embeddings), so prepare counts it as quantizable.
 
 from torch import nn
 import torch.ao.nn.intrinsic as _torch_fused
+import torch.ao.quantization as _torch_ao
 
 from . import fused, qat, stubs
 from . import quantized as q
@@ -76,6 +77,8 @@ def observes_output(module_type, mapping=None):
 for _float, _quantized in [
     (stubs.QuantStub, q.Quantize),
     (stubs.DeQuantStub, q.DeQuantize),
+    (_torch_ao.QuantStub, q.Quantize),
+    (_torch_ao.DeQuantStub, q.DeQuantize),
     (nn.Linear, q.Linear),
     (qat.Linear, q.Linear),
     (qat.LinearBn1d, q.Linear),
@@ -105,6 +108,9 @@ for _float, _quantized in [
     (nn.MaxPool2d, q.MaxPool2d),
 ]:
     register_static(_float, _quantized)
+
+for _float in q.functional.float_functional_types():
+    register_static(_float, q.QFunctional)
 
 for _float, _qat in [
     (nn.Linear, qat.Linear),

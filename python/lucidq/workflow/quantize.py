@@ -11,14 +11,13 @@ from .mappings import (
     register_dynamic, register_qat, register_static, register_weight_only,
 )
 from .prepare import prepare, prepare_qat, propagate_qconfig
-from .qtensor import QTensor
 from .save import load_quantized, save_quantized
 from .stubs import DeQuantStub, QuantStub, QuantWrapper
 
 __all__ = [
     "prepare", "prepare_qat", "convert", "propagate_qconfig", "quantize_dynamic",
     "quantize_weight_only", "DynamicConfig", "WeightOnlyConfig", "fuse_modules",
-    "fuse_modules_qat", "fold_batch_norm", "QuantStub", "DeQuantStub", "QuantWrapper", "QTensor",
+    "fuse_modules_qat", "fold_batch_norm", "QuantStub", "DeQuantStub", "QuantWrapper",
     "save_quantized", "load_quantized", "register_static", "register_qat", "register_dynamic",
     "register_weight_only",
 ]
