@@ -9,10 +9,12 @@ import numpy as np
 from torch import nn
 
 from ... import _lucidq
+from ...nn import DynamicQuantizedLinear
 from ...weight_only import WeightOnlyLinear
 from . import activation as _act
 from . import conv as _conv
 from . import dynamic as _dynamic
+from . import dynamic_rnn as _dynamic_rnn
 from . import embedding as _embedding
 from . import functional as _functional
 from . import linear as _linear
@@ -72,6 +74,32 @@ def _decode_dynamic(cls, tensors, settings):
 
 
 declare_state(_dynamic.Linear, _encode_dynamic, _decode_dynamic, name="DynamicLinear")
+
+
+# --- dynamic LSTM, GRU and cells: torch's parameter names (weight_ih_l0, bias_hh_l1_reverse, ...)
+def _encode_recurrent(m):
+    tensors = {}
+    for name, layer in m.products.items():
+        tensors[f"weight_{name}"] = layer.packed_weight.to_quantized()
+        if layer.bias is not None:
+            tensors[f"bias_{name}"] = layer.bias
+    first = next(iter(m.products.values()))
+    return tensors, {"settings": m.settings(), "per_row": first.per_row,
+                     "qdtype": first.qdtype.name}
+
+
+def _decode_recurrent(cls, tensors, settings):
+    products = {
+        name: DynamicQuantizedLinear(_int8_packed(tensors[f"weight_{name}"]),
+                                     tensors.get(f"bias_{name}"), per_row=settings["per_row"],
+                                     qdtype=_qdtype(settings))
+        for name in cls.names_of(settings["settings"])}
+    return cls(products, **settings["settings"])
+
+
+for _cls in (_dynamic_rnn.LSTM, _dynamic_rnn.GRU, _dynamic_rnn.LSTMCell, _dynamic_rnn.GRUCell,
+             _dynamic_rnn.RNNCell):
+    declare_state(_cls, _encode_recurrent, _decode_recurrent, name=f"Dynamic{_cls.__name__}")
 
 
 # --- weight-only Linear ----------------------------------------------------------------------
