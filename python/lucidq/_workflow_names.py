@@ -9,6 +9,7 @@ here too (test_workflow_qconfig checks that the two agree).
 WORKFLOW_NAMES = (
     # qconfig.py
     "QConfig",
+    "FloatFunctional",
     "get_default_qconfig",
     "get_default_qat_qconfig",
     "default_qconfig",

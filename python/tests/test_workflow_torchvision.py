@@ -1,6 +1,7 @@
 """torchvision's quantizable models, as published, through lucidq's eager-mode workflow and torch.ao's.
 
-Each model is built with weights=None and a fixed seed, fused with its own fuse_model(),
+Each model is built with weights=None and a fixed seed, its BatchNorm statistics set from
+the calibration batches, fused with its own fuse_model(),
 prepared with get_default_qconfig("onednn") (torch.ao's on one copy, lucidq's on another),
 calibrated on the same batches and converted. Both quantized models must run, and lucidq's
 SQNR against the float model must be at most 1 dB below torch.ao's. Inputs are small
@@ -37,12 +38,27 @@ MODELS = {  # name: (constructor arguments, input side)
 def build(name, seed):
     arguments, side = MODELS[name]
     torch.manual_seed(seed)
-    model = getattr(tvq, name)(weights=None, quantize=False, **arguments).eval()
-    model.fuse_model()
+    model = getattr(tvq, name)(weights=None, quantize=False, **arguments)
     generator = torch.Generator().manual_seed(seed + 1)
     batches = [torch.randn(2, 3, side, side, generator=generator) for _ in range(3)]
     test = torch.randn(4, 3, side, side, generator=generator)
+    set_batch_norm_statistics(model, batches)
+    model.eval().fuse_model()
     return model, batches, test
+
+
+def set_batch_norm_statistics(model, batches):
+    """BatchNorm statistics of the data instead of the initial 0 / 1, as a trained model has:
+    with random weights and the initial statistics, activations of the deeper models vanish
+    (MobileNetV2's logits are ~1e-9), which would make every SQNR meaningless."""
+    for module in model.modules():
+        if isinstance(module, torch.nn.BatchNorm2d):
+            module.reset_running_stats()
+            module.momentum = None  # cumulative average over the batches
+    model.train()
+    with torch.no_grad():
+        for batch in batches:
+            model(batch)
 
 
 def sqnr(reference, approximation):

@@ -18,6 +18,7 @@ import torch.ao.quantization as _torch_ao
 from . import fused, qat, stubs
 from . import quantized as q
 from .quantized import dynamic as _dynamic
+from .quantized import dynamic_rnn as _dynamic_rnn
 from .quantized import weight_only as _weight_only
 
 __all__ = [
@@ -171,4 +172,12 @@ for _float, _qat in [
     register_qat(_float, _qat)
 
 register_dynamic(nn.Linear, _dynamic.Linear)
+for _float, _recurrent in [
+    (nn.LSTM, _dynamic_rnn.LSTM),
+    (nn.GRU, _dynamic_rnn.GRU),
+    (nn.LSTMCell, _dynamic_rnn.LSTMCell),
+    (nn.GRUCell, _dynamic_rnn.GRUCell),
+    (nn.RNNCell, _dynamic_rnn.RNNCell),
+]:
+    register_dynamic(_float, _recurrent)
 register_weight_only(nn.Linear, _weight_only.Linear)

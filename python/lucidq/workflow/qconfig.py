@@ -59,7 +59,6 @@ from .observer import (
 
 __all__ = [
     "QConfig",
-    "as_qconfig",
     "get_default_qconfig",
     "get_default_qat_qconfig",
     "default_qconfig",

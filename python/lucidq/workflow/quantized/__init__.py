@@ -17,6 +17,7 @@ from .linear import Linear, LinearReLU
 from .pool import MaxPool2d
 from .stubs import DeQuantize, Quantize
 from . import dynamic, weight_only
+from . import _module_states  # noqa: F401  (declares the state of the types above)
 
 __all__ = [
     "Linear", "LinearReLU", "Quantize", "DeQuantize", "ReLU", "ReLU6", "Sigmoid",

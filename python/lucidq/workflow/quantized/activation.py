@@ -19,6 +19,7 @@ from .._observed import qparams_of
 from .._paths import label
 from ..qtensor import codes_of, wrap_codes
 from ._io import float_array
+from ._state import QuantizedState
 
 __all__ = [
     "ReLU", "ReLU6", "Sigmoid", "Hardsigmoid", "Tanh", "Hardswish", "ELU", "LeakyReLU", "GELU",
@@ -26,7 +27,7 @@ __all__ = [
 ]
 
 
-class ReLU(nn.Module):
+class ReLU(QuantizedState, nn.Module):
     """max(code, zero_point): the output keeps the input's grid (as torch's ReLU on quint8)."""
 
     OBSERVES_OUTPUT = False
@@ -62,7 +63,7 @@ class ReLU6(ReLU):
         return q.zero_point, min(q.qdtype.quant_max, six)
 
 
-class _Lookup(nn.Module):
+class _Lookup(QuantizedState, nn.Module):
     """f applied through a 256-entry table from the input grid to the output grid."""
 
     FIXED = None  # (scale, zero_point) of a fixed quint8 output grid, or None: calibrated

@@ -16,6 +16,7 @@ from .._observed import qparams_of
 from .._paths import label
 from ..qtensor import codes_of, wrap_codes
 from ._io import float_bias
+from ._state import QuantizedState
 from ._weights import int8_codes
 
 __all__ = ["Conv1d", "Conv2d", "ConvReLU1d", "ConvReLU2d"]
@@ -32,7 +33,7 @@ def _conv_of(mod):
     return mod.conv if isinstance(getattr(mod, "conv", None), nn.Module) else mod
 
 
-class Conv2d(nn.Module):
+class Conv2d(QuantizedState, nn.Module):
     """Quantized counterpart of nn.Conv2d (torch.ao.nn.quantized.Conv2d), NCHW codes.
 
     packed: a lucidq.PackedConvWeights; bias: None or float32 [out_channels]; stride,

@@ -15,9 +15,10 @@ import numpy as np
 from torch import nn
 
 from ... import _lucidq
-from .._observed import qparams_of
+from .._observed import check_observed, qparams_of
 from .._paths import label
 from ..qtensor import codes_of, wrap_codes
+from ._state import QuantizedState
 
 __all__ = ["QFunctional"]
 
@@ -42,16 +43,18 @@ def _dequantized(q):
     return float(q.scale) * (_code_values(q.qdtype).astype(np.float64) - q.zero_point)
 
 
-class QFunctional(nn.Module):
+class QFunctional(QuantizedState, nn.Module):
     """Quantized counterpart of torch.ao.nn.quantized.FloatFunctional: call its methods
     (add, add_relu, mul, add_scalar, mul_scalar, cat), not forward. scale / zero_point /
-    qdtype: the calibrated output grid of add, add_relu, mul and cat."""
+    qdtype: the calibrated output grid of add, add_relu, mul and cat; None when the
+    FloatFunctional was never called during calibration (models that keep one per block and
+    use it in some blocks only): then those methods raise lucidq.Error."""
 
     OBSERVES_OUTPUT = True
 
     def __init__(self, scale=1.0, zero_point=0, qdtype=_lucidq.quint8):
         super().__init__()
-        self.scale = float(scale)
+        self.scale = None if scale is None else float(scale)
         self.zero_point = int(zero_point)
         self.qdtype = qdtype
         self._tables = {}
@@ -62,8 +65,13 @@ class QFunctional(nn.Module):
         observer = getattr(mod, "activation_post_process", None)
         if observer is None or not hasattr(observer, "calculate_qparams"):
             raise _lucidq.Error(f"{where}: has no output observer (run prepare before convert)")
-        out = qparams_of(observer, where)
-        new = cls(out.scale[0], out.zero_point[0], out.qdtype)
+        try:
+            check_observed(observer, where)
+        except _lucidq.Error:
+            new = cls(None)
+        else:
+            out = qparams_of(observer, where)
+            new = cls(out.scale[0], out.zero_point[0], out.qdtype)
         new._lucidq_path = getattr(mod, "_lucidq_path", None)
         return new
 
@@ -84,11 +92,18 @@ class QFunctional(nn.Module):
             self._tables[key] = table
         return table
 
+    def _check_calibrated(self, op):
+        if self.scale is None:
+            raise _lucidq.Error(
+                f"{label(self)}: {op} has no output grid: this FloatFunctional was never "
+                "called during calibration (calibrate on inputs that reach it)")
+
     def _binary(self, op, x, y):
+        self._check_calibrated(op)
         a, b = codes_of(x, self), codes_of(y, self)
         try:
-            index = np.left_shift(a.array.view(np.uint8), 8, dtype=np.uint16)
-            index |= b.array.view(np.uint8)
+            index = np.bitwise_or(np.left_shift(a.array.view(np.uint8), 8, dtype=np.uint16),
+                                  b.array.view(np.uint8))
         except ValueError:
             raise _lucidq.Error(
                 f"{label(self)}: {op} of shapes {tuple(x.shape)} and {tuple(y.shape)} (expected "
@@ -148,6 +163,7 @@ class QFunctional(nn.Module):
     def cat(self, tensors, dim=0):
         """torch.cat of the inputs, each requantized onto the output grid (a copy when its
         grid is the output grid)."""
+        self._check_calibrated("cat")
         parts = []
         for tensor in tensors:
             q = codes_of(tensor, self)
@@ -164,6 +180,8 @@ class QFunctional(nn.Module):
         return wrap_codes(out, self.scale, self.zero_point, self.qdtype)
 
     def extra_repr(self):
+        if self.scale is None:
+            return "not calibrated"
         return f"scale={self.scale:.6g}, zero_point={self.zero_point}, qdtype={self.qdtype.name}"
 
 

@@ -16,12 +16,13 @@ from .._observed import qparams_of
 from .._paths import label
 from ..qtensor import codes_of, wrap_codes
 from ._io import float_bias
+from ._state import QuantizedState
 from ._weights import int8_weight
 
 __all__ = ["Linear", "LinearReLU"]
 
 
-class Linear(nn.Module):
+class Linear(QuantizedState, nn.Module):
     """Quantized counterpart of nn.Linear (torch.ao.nn.quantized.Linear).
 
     packed: a lucidq.PackedWeightsInt8 [out_features, in_features]; bias: None or float32

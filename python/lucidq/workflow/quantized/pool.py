@@ -10,10 +10,12 @@ import copy
 
 from torch import nn
 
+from ._state import QuantizedState
+
 __all__ = ["MaxPool2d"]
 
 
-class MaxPool2d(nn.Module):
+class MaxPool2d(QuantizedState, nn.Module):
     """Quantized nn.MaxPool2d (the output keeps the input's scale and zero point)."""
 
     OBSERVES_OUTPUT = False

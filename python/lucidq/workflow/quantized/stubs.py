@@ -9,11 +9,12 @@ from .._observed import qparams_of
 from .._paths import label
 from ..qtensor import codes_of, wrap_codes
 from ._io import float_array
+from ._state import QuantizedState
 
 __all__ = ["Quantize", "DeQuantize"]
 
 
-class Quantize(nn.Module):
+class Quantize(QuantizedState, nn.Module):
     """Quantizes float input onto a fixed per-tensor grid with lucidq.quantize
     (round half to even of x * (1 / scale), as torch.quantize_per_tensor)."""
 
@@ -53,7 +54,7 @@ class Quantize(nn.Module):
         return f"scale={self.scale:.6g}, zero_point={self.zero_point}, qdtype={self.qdtype.name}"
 
 
-class DeQuantize(nn.Module):
+class DeQuantize(QuantizedState, nn.Module):
     """Quantized tensor -> float32 scale * (code - zero_point), rounded once (bit for bit
     lucidq.dequantize: code - zero_point is exact in float32); float input passes through."""
 
