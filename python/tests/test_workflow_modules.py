@@ -502,3 +502,55 @@ def test_qat_conv1d_is_qat_conv2d_with_height_1(seed, fuse):
     mismatches = int((y1.int_repr() != y2.int_repr()[:, :, 0, :]).sum())
     print(f"QAT {kind.__name__} against QAT Conv2d on H = 1: {mismatches} code mismatches")
     assert mismatches == 0
+
+
+def _lucidq_converted(module, shape, qconfig, seed):
+    torch.manual_seed(seed)
+    model = nn.Sequential(tq.QuantStub(), copy.deepcopy(module), tq.DeQuantStub()).eval()
+    prepared = lucidq.prepare(model, qconfig)
+    with torch.no_grad():
+        for _ in range(2):
+            prepared(torch.randn(shape) * 2 + 0.5)
+    return lucidq.convert(prepared)
+
+
+STATE_CASES = {
+    **{name: (build, shape) for name, (build, shape, _) in CONVS.items()},
+    **TRANSPOSED,
+    **{name: (lambda build=build: build()[0], shape) for name, (build, shape) in TABLES.items()},
+    "PReLU": (lambda: nn.PReLU(6), (4, 6, 9)),
+    **{name: (lambda build=build: _randomize(build()), shape)
+       for name, (build, shape, _) in FLOAT_RULE.items()},
+    "Dropout": (lambda: nn.Dropout(0.25), (2, 3, 4)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(STATE_CASES))
+def test_state_round_trips(seed, tmp_path, case):
+    build, shape = STATE_CASES[case]
+    torch.manual_seed(seed)
+    module = build()
+    qconfig = FIXED_0_TO_1 if case.startswith("Softmax") else PER_CHANNEL
+    converted = _lucidq_converted(module, shape, qconfig, seed)
+    other = _lucidq_converted(module, shape, qconfig, seed + 1)  # other grids
+    x = torch.randn(shape) * 2 + 0.5
+    with torch.no_grad():
+        expected = converted(x)
+        other.load_state_dict(converted.state_dict())
+        assert torch.equal(other(x), expected)
+        lucidq.save_quantized(converted, tmp_path / "m.safetensors")
+        fresh = nn.Sequential(tq.QuantStub(), build(), tq.DeQuantStub()).eval()
+        lucidq.load_quantized(tmp_path / "m.safetensors", fresh)
+        assert type(fresh[1]) is type(converted[1])
+        assert torch.equal(fresh(x), expected)
+
+
+def test_load_quantized_refuses_another_transposed_weight_shape(tmp_path, seed):
+    converted = _lucidq_converted(nn.ConvTranspose2d(4, 6, 3, groups=2), (1, 4, 5, 5),
+                                  PER_CHANNEL, seed)
+    lucidq.save_quantized(converted, tmp_path / "m.safetensors")
+    fresh = nn.Sequential(tq.QuantStub(), nn.ConvTranspose2d(4, 8, 3, groups=2),
+                          tq.DeQuantStub())
+    with pytest.raises(lucidq.Error, match=r"module '1': weight has shape \[4, 3, 3, 3\] in the "
+                                           r"checkpoint but \[4, 4, 3, 3\] in the model"):
+        lucidq.load_quantized(tmp_path / "m.safetensors", fresh)

@@ -18,6 +18,7 @@ from .pool import MaxPool2d
 from .stubs import DeQuantize, Quantize
 from . import dynamic, weight_only
 from . import _module_states  # noqa: F401  (declares the state of the types above)
+from . import _layer_states  # noqa: F401  (norms, Conv3d, ConvTranspose, PReLU, ... states)
 
 __all__ = [
     "Linear", "LinearReLU", "Quantize", "DeQuantize", "ReLU", "ReLU6", "Sigmoid",

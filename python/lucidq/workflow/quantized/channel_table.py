@@ -19,6 +19,7 @@ from .._observed import qparams_of
 from .._paths import label
 from ..qtensor import codes_of, wrap_codes
 from .functional import _dequantized, _requantize
+from ._state import QuantizedState
 
 __all__ = ["BatchNorm2d", "BatchNorm3d", "BNReLU2d", "BNReLU3d", "PReLU"]
 
@@ -35,7 +36,7 @@ def _output_grid(mod):
     return qparams_of(observer, where)
 
 
-class _ChannelTable(nn.Module):
+class _ChannelTable(QuantizedState, nn.Module):
     """A per-channel elementwise map as tables [channels, 256] from the input grid's codes
     (indexed by the code's byte) to the output grid's."""
 

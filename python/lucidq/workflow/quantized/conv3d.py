@@ -19,6 +19,7 @@ from .._paths import label
 from ..qtensor import codes_of, wrap_codes
 from ._io import float_bias
 from ._requant import requantize_channels
+from ._state import QuantizedState
 from ._weights import int8_codes
 
 __all__ = ["Conv3d", "ConvReLU3d", "padding_amounts"]
@@ -46,7 +47,7 @@ def _conv_of(mod):
     return mod.conv if isinstance(getattr(mod, "conv", None), nn.Module) else mod
 
 
-class Conv3d(nn.Module):
+class Conv3d(QuantizedState, nn.Module):
     """Quantized counterpart of nn.Conv3d (torch.ao.nn.quantized.Conv3d), NCDHW codes.
 
     taps: one lucidq.PackedConvWeights per kernel depth tap; weight_scales: float32, 1 or

@@ -21,9 +21,10 @@ from .._paths import label
 from ..qtensor import codes_of, wrap_codes
 from ._io import float_bias
 from ._requant import requantize_channels
+from ._state import QuantizedState
 from ._weights import int8_codes
 
-__all__ = ["ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
+__all__ = ["ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "pack_groups"]
 
 
 def _output_major(weight, groups):
@@ -34,7 +35,20 @@ def _output_major(weight, groups):
     return w.transpose(1, 2).reshape((groups * c_out_g, c_in // groups) + kernel)
 
 
-class _ConvTransposeNd(nn.Module):
+def pack_groups(codes, groups):
+    """One lucidq.PackedWeightsInt8 per group, rows (o, k) [C_out/g · K, C_in/g], from int8
+    codes [C_out, C_in / groups, *k] (the GEMM sums exactly; scales are kept apart)."""
+    c_out_g, c_in_g = codes.shape[0] // groups, codes.shape[1]
+    gemms = []
+    for g in range(groups):
+        block = codes[g * c_out_g:(g + 1) * c_out_g]  # [C_out/g, C_in/g, *k]
+        rows = np.moveaxis(block, 1, -1).reshape(-1, c_in_g)  # [(o, k), C_in/g]
+        gemms.append(_lucidq.PackedWeightsInt8.pack(np.ascontiguousarray(rows),
+                                                    np.ones(1, np.float32)))
+    return gemms
+
+
+class _ConvTransposeNd(QuantizedState, nn.Module):
     """Quantized nn.ConvTranspose{1,2,3}d; codes [B, C, *spatial].
 
     gemms: one lucidq.PackedWeightsInt8 per group, rows (o, k) [C_out/g · K, C_in/g];
@@ -83,18 +97,11 @@ class _ConvTransposeNd(nn.Module):
         out = qparams_of(observer, where)
         if mod.padding_mode != "zeros":
             raise _lucidq.Error(f"{where}: padding_mode = {mod.padding_mode!r} (expected 'zeros')")
-        groups = mod.groups
-        weight = _output_major(mod.weight.detach(), groups)
+        weight = _output_major(mod.weight.detach(), mod.groups)
         codes, scales = int8_codes(weight, mod.qconfig.weight(), where)
-        c_out_g, c_in_g = codes.shape[0] // groups, codes.shape[1]
-        gemms = []
-        for g in range(groups):
-            block = codes[g * c_out_g:(g + 1) * c_out_g]  # [C_out/g, C_in/g, *k]
-            rows = np.moveaxis(block, 1, -1).reshape(-1, c_in_g)  # [(o, k), C_in/g]
-            gemms.append(_lucidq.PackedWeightsInt8.pack(np.ascontiguousarray(rows),
-                                                        np.ones(1, np.float32)))
-        new = cls(gemms, scales, float_bias(mod.bias), mod.kernel_size, mod.stride, mod.padding,
-                  mod.output_padding, mod.dilation, out.scale[0], out.zero_point[0], out.qdtype)
+        new = cls(pack_groups(codes, mod.groups), scales, float_bias(mod.bias), mod.kernel_size,
+                  mod.stride, mod.padding, mod.output_padding, mod.dilation, out.scale[0],
+                  out.zero_point[0], out.qdtype)
         new._lucidq_path = getattr(mod, "_lucidq_path", None)
         return new
 
@@ -141,6 +148,15 @@ class _ConvTransposeNd(nn.Module):
                                   self.weight_scales, self.bias, self.scale, self.zero_point,
                                   self.qdtype, relu=False)
         return wrap_codes(out, self.scale, self.zero_point, self.qdtype)
+
+    def weight_codes(self):
+        """The int8 weight codes [C_out, C_in / groups, *kernel_size] (a NumPy array)."""
+        blocks = []
+        for gemm in self.gemms:
+            rows = gemm.unpack()  # [(o, k), C_in/g]
+            rows = rows.reshape((-1,) + self.kernel_size + (rows.shape[1],))
+            blocks.append(np.moveaxis(rows, -1, 1))
+        return np.ascontiguousarray(np.concatenate(blocks))
 
     def extra_repr(self):
         return (

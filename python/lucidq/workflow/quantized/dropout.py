@@ -2,10 +2,12 @@
 
 from torch import nn
 
+from ._state import QuantizedState
+
 __all__ = ["Dropout"]
 
 
-class Dropout(nn.Module):
+class Dropout(QuantizedState, nn.Module):
     """Quantized nn.Dropout (torch.ao.nn.quantized.Dropout): returns its input unchanged,
     quantized or float (a converted model runs in inference mode)."""
 

@@ -3,15 +3,14 @@
 These ops reduce over many elements (a mean, a variance, a sum of exponentials), so no
 per-element table or integer kernel gives them exactly; lucidq applies torch.ao's rule:
     v = float32(code − z_in) · float32(s_in)          (lucidq's DeQuantize, one rounding)
-    y = the float op on v in float32 (torch.nn.functional, the float module's parameters;
-        InstanceNorm always normalizes with the input's own statistics, as torch.ao's)
+    y = the float op on v in float32 (torch.nn.functional with the float module's arguments
+        and parameters; InstanceNorm always normalizes with the input's own statistics, as
+        torch.ao's)
     out = clamp(round_half_even(y · (1 / s_out)) + z_out)   (lucidq.quantize)
 The output grid is the calibrated observer's; Softmax's is fixed as torch.ao's default
 mapping fixes it (quint8, scale 1/256, zero point 0: [0, 1) in steps of 1/256). Float input
 (a part of the model left float, e.g. a Softmax after the DeQuantStub) runs the float op.
 """
-
-import copy
 
 import numpy as np
 import torch
@@ -23,20 +22,25 @@ from .._observed import qparams_of
 from .._paths import label
 from ..qtensor import codes_of, wrap_codes
 from ._requant import code_dtype
+from ._state import QuantizedState
 
 __all__ = ["LayerNorm", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d",
            "Softmax"]
 
 
-class _FloatRule(nn.Module):
-    """Dequantize, run _float (float32), quantize onto the output grid."""
+class _FloatRule(QuantizedState, nn.Module):
+    """Dequantize, run _float (float32), quantize onto the output grid. args: the float
+    module's arguments named in ARGS; weight / bias: None or its float32 parameters."""
 
+    ARGS = ()
     FIXED = None  # (scale, zero_point) of a fixed quint8 output grid, or None: calibrated
     OBSERVES_OUTPUT = True
 
-    def __init__(self, float_module, scale, zero_point, qdtype=_lucidq.quint8):
+    def __init__(self, args, weight, bias, scale, zero_point, qdtype=_lucidq.quint8):
         super().__init__()
-        self.float_module = float_module
+        self.args = dict(args)
+        self.weight = None if weight is None else np.asarray(weight, np.float32)
+        self.bias = None if bias is None else np.asarray(bias, np.float32)
         self.scale = float(scale)
         self.zero_point = int(zero_point)
         self.qdtype = qdtype
@@ -54,16 +58,18 @@ class _FloatRule(nn.Module):
                 raise _lucidq.Error(f"{where}: has no output observer (run prepare before convert)")
             out = qparams_of(observer, where)
             grid = (out.scale[0], out.zero_point[0], out.qdtype)
-        float_module = copy.deepcopy(mod)
-        float_module._modules.pop("activation_post_process", None)
-        float_module._forward_hooks.clear()
-        float_module._forward_pre_hooks.clear()
-        new = cls(float_module, *grid)
+        params = [getattr(mod, name, None) for name in ("weight", "bias")]
+        params = [None if p is None else p.detach().to("cpu", torch.float32).numpy().copy()
+                  for p in params]
+        new = cls({name: getattr(mod, name) for name in cls.ARGS}, *params, *grid)
         new._lucidq_path = getattr(mod, "_lucidq_path", None)
         return new
 
+    def _params(self):
+        return tuple(None if p is None else torch.from_numpy(p) for p in (self.weight, self.bias))
+
     def _float(self, v):
-        return self.float_module(v)
+        raise NotImplementedError
 
     def forward(self, x):
         if isinstance(x, torch.Tensor) and not x.is_quantized:
@@ -83,18 +89,32 @@ class _FloatRule(nn.Module):
         return wrap_codes(out, self.scale, self.zero_point, self.qdtype)
 
     def extra_repr(self):
-        return f"scale={self.scale:.6g}, zero_point={self.zero_point}, qdtype={self.qdtype.name}"
+        args = ", ".join(f"{k}={v}" for k, v in self.args.items())
+        return (f"{args}, scale={self.scale:.6g}, zero_point={self.zero_point}, "
+                f"qdtype={self.qdtype.name}")
 
 
 class LayerNorm(_FloatRule):
     """Quantized nn.LayerNorm (torch.ao.nn.quantized.LayerNorm)."""
 
+    ARGS = ("normalized_shape", "eps")
+
+    def _float(self, v):
+        return F.layer_norm(v, tuple(self.args["normalized_shape"]), *self._params(),
+                            self.args["eps"])
+
 
 class GroupNorm(_FloatRule):
     """Quantized nn.GroupNorm (torch.ao.nn.quantized.GroupNorm)."""
 
+    ARGS = ("num_groups", "eps")
+
+    def _float(self, v):
+        return F.group_norm(v, self.args["num_groups"], *self._params(), self.args["eps"])
+
 
 class _InstanceNorm(_FloatRule):
+    ARGS = ("eps",)
     SPATIAL_DIMS = 2
 
     def _float(self, v):
@@ -102,8 +122,8 @@ class _InstanceNorm(_FloatRule):
             raise _lucidq.Error(
                 f"{label(self)}: input has shape {tuple(v.shape)} (expected "
                 f"{self.SPATIAL_DIMS + 2}-D [B, C, ...])")
-        m = self.float_module
-        return F.instance_norm(v, None, None, m.weight, m.bias, True, 0.0, m.eps)
+        weight, bias = self._params()
+        return F.instance_norm(v, None, None, weight, bias, True, 0.0, self.args["eps"])
 
 
 class InstanceNorm1d(_InstanceNorm):
@@ -127,5 +147,9 @@ class InstanceNorm3d(_InstanceNorm):
 class Softmax(_FloatRule):
     """Quantized nn.Softmax (torch.ao.nn.quantized.Softmax) onto the fixed grid 1/256, 0."""
 
+    ARGS = ("dim",)
     FIXED = (1.0 / 256.0, 0)
     OBSERVES_OUTPUT = False
+
+    def _float(self, v):
+        return F.softmax(v, self.args["dim"])
