@@ -117,10 +117,13 @@ class Conv3d(QuantizedState, nn.Module):
         new._lucidq_path = getattr(mod, "_lucidq_path", None)
         return new
 
-    def _out_depth(self, depth):
-        (front, back), kd = self.padding[0], len(self.taps)
-        span = self.dilation[0] * (kd - 1) + 1
-        return (depth + front + back - span) // self.stride[0] + 1
+    def _out_sizes(self, spatial):
+        """The output (D, H, W) of input (D, H, W), as torch's convolution arithmetic."""
+        kernel = self.kernel_size
+        return tuple(
+            (n + front + back - d * (k - 1) - 1) // s + 1
+            for n, (front, back), d, k, s in zip(spatial, self.padding, self.dilation, kernel,
+                                                 self.stride))
 
     def forward(self, x):
         q = codes_of(x, self)
@@ -130,17 +133,18 @@ class Conv3d(QuantizedState, nn.Module):
                 f"{label(self)}: input has shape {tuple(codes.shape)} (expected [B, C, D, H, W] "
                 f"with C = in_channels = {self.in_channels})")
         batch, depth = codes.shape[0], codes.shape[2]
-        out_depth = self._out_depth(depth)
-        if out_depth < 1:
+        out_size = self._out_sizes(codes.shape[2:])
+        if min(out_size) < 1:
             raise _lucidq.Error(
-                f"{label(self)}: input depth {depth} is smaller than the kernel's reach "
-                f"{self.dilation[0] * (len(self.taps) - 1) + 1} (with padding {self.padding[0]})")
+                f"{label(self)}: input {tuple(codes.shape[2:])} is smaller than the kernel's "
+                f"reach (kernel {self.kernel_size}, dilation {self.dilation}, padding "
+                f"{self.padding}): empty output {out_size}")
         (top, bottom), (left, right) = self.padding[1], self.padding[2]
-        acc = None
-        outputs = np.arange(out_depth)
+        acc = np.zeros((batch, out_size[0], self.out_channels) + out_size[1:], np.int32)
+        outputs = np.arange(out_size[0])
         for kd, tap in enumerate(self.taps):
             source = outputs * self.stride[0] - self.padding[0][0] + kd * self.dilation[0]
-            valid = (source >= 0) & (source < depth)
+            valid = (source >= 0) & (source < depth)  # depth padding contributes zero
             if not valid.any():
                 continue
             count = int(valid.sum())
@@ -153,16 +157,7 @@ class Conv3d(QuantizedState, nn.Module):
                     self.dilation[1:])
             except _lucidq.Error as error:
                 raise _lucidq.Error(f"{label(self)}: {error}") from None
-            part = part.reshape((batch, count) + part.shape[1:])
-            if acc is None:
-                acc = np.zeros((batch, out_depth) + part.shape[2:], np.int32)
-            acc[:, valid] += part
-        if acc is None:  # every output reads only depth padding: the sums are zero
-            plane = _lucidq.conv2d_int32(
-                np.full((1, self.in_channels) + codes.shape[3:], q.zero_point, codes.dtype),
-                self.taps[0], q.zero_point, self.stride[1:], (top, bottom, left, right),
-                self.dilation[1:])
-            acc = np.zeros((batch, out_depth) + plane.shape[1:], np.int32)
+            acc[:, valid] += part.reshape((batch, count) + part.shape[1:])
         out = requantize_channels(acc.transpose(0, 2, 1, 3, 4), q.scale, self.weight_scales,
                                   self.bias, self.scale, self.zero_point, self.qdtype, self.RELU)
         return wrap_codes(out, self.scale, self.zero_point, self.qdtype)
