@@ -17,17 +17,11 @@ import torch.nn.functional as F  # noqa: E402
 
 import lucidq  # noqa: E402
 from lucidq.workflow.quantized import QFunctional  # noqa: E402
+from lucidq.workflow.qtensor import codes_of, wrap_codes  # noqa: E402
 
 if "qnnpack" not in torch.backends.quantized.supported_engines:
     pytest.skip("torch was built without the qnnpack engine", allow_module_level=True)
 
-
-@pytest.fixture
-def qnnpack():
-    previous = torch.backends.quantized.engine
-    torch.backends.quantized.engine = "qnnpack"
-    yield
-    torch.backends.quantized.engine = previous
 
 
 def random_q(generator, shape, scale, zero_point, dtype=torch.quint8):
@@ -172,3 +166,59 @@ def test_prepare_without_any_qconfig_uses_the_default_mapping(seed, caplog):
     assert type(converted[1]).__name__ == "Linear" and converted[1].__module__.startswith(
         "lucidq")
     assert converted(torch.randn(2, 4)).dtype == torch.float32
+
+
+OPS_BETWEEN_MODULES = {
+    "view": lambda x: x.view(2, -1),
+    "reshape": lambda x: x.reshape(4, 3, 4, 8),
+    "flatten": lambda x: torch.flatten(x, 1),
+    "permute": lambda x: x.permute(0, 2, 3, 1),
+    "transpose+contiguous": lambda x: x.transpose(1, 2).contiguous(),
+    "squeeze/unsqueeze": lambda x: x.unsqueeze(0).squeeze(0),
+    "indexing": lambda x: x[:, 1:3, ::2],
+    "chunk": lambda x: x.chunk(2, dim=1)[1],
+    "split": lambda x: x.split([1, 2], dim=1)[0],
+    "cat": lambda x: torch.cat([x, x], 1),
+    "stack": lambda x: torch.stack([x, x]),
+    "max_pool2d": lambda x: F.max_pool2d(x, 2),
+    "avg_pool2d": lambda x: F.avg_pool2d(x, 3, 1, 1),
+    "adaptive_avg_pool2d": lambda x: F.adaptive_avg_pool2d(x, 3),
+    "mean": lambda x: x.mean([2, 3]),
+    "relu": F.relu,
+    "hardtanh": lambda x: F.hardtanh(x, -0.5, 0.5),
+    "interpolate nearest": lambda x: F.interpolate(x, scale_factor=2, mode="nearest"),
+}
+
+
+@pytest.mark.parametrize("name", list(OPS_BETWEEN_MODULES))
+def test_ops_between_modules_equal_torch_on_the_same_codes(name, rng):
+    """A lucidq module's output (a quantized tensor over the kernel's array) behaves exactly as
+    a quantized tensor torch built from the same codes."""
+    op = OPS_BETWEEN_MODULES[name]
+    codes = rng.integers(0, 256, size=(2, 3, 8, 8), dtype=np.uint8)
+    ours = wrap_codes(codes, 0.037, 121, lucidq.quint8)
+    theirs = torch._make_per_tensor_quantized_tensor(torch.from_numpy(codes.copy()), 0.037, 121)
+    a, b = op(ours), op(theirs)
+    assert a.is_quantized and (a.q_scale(), a.q_zero_point()) == (b.q_scale(), b.q_zero_point())
+    assert torch.equal(a.int_repr(), b.int_repr())
+    # and lucidq's modules read the result in place, views included
+    view = codes_of(a, None)
+    assert np.array_equal(view.array, b.int_repr().numpy())
+
+
+def test_codes_of_shares_memory_and_refuses_what_is_not_quantized():
+    codes = np.arange(12, dtype=np.uint8).reshape(3, 4)
+    q = wrap_codes(codes, 0.5, 3, lucidq.quint8)
+    assert codes_of(q, None).array is codes  # no copy between modules
+    codes[0, 0] = 200
+    assert q.int_repr()[0, 0] == 200
+    read_only = np.arange(4, dtype=np.int8)
+    read_only.flags.writeable = False
+    assert torch.equal(wrap_codes(read_only, 1.0, 0, lucidq.qint8).int_repr(),
+                       torch.arange(4, dtype=torch.int8))
+    with pytest.raises(lucidq.Error, match=r"input is a torch.float32 tensor \(expected quantized"):
+        codes_of(torch.zeros(3), None)
+    per_channel = torch.quantize_per_channel(torch.zeros(2, 3), torch.tensor([0.1, 0.2]),
+                                             torch.tensor([0, 0]), 0, torch.quint8)
+    with pytest.raises(lucidq.Error, match="per_channel_affine"):
+        codes_of(per_channel, None)

@@ -23,6 +23,7 @@ __all__ = ["QuantizedCodes", "codes_of", "wrap_codes", "is_quantized"]
 _TORCH_QDTYPES = {torch.quint8: "quint8", torch.qint8: "qint8"}
 _LUCIDQ_TO_TORCH = {"quint8": torch.quint8, "qint8": torch.qint8}
 _TYPESTR = {torch.quint8: "|u1", torch.qint8: "|i1"}
+_QDTYPES = {dtype: _lucidq.QDtype(name) for dtype, name in _TORCH_QDTYPES.items()}
 
 QuantizedCodes = collections.namedtuple("QuantizedCodes", "array scale zero_point qdtype")
 QuantizedCodes.__doc__ = """A quantized activation's codes (a C-contiguous NumPy array sharing
@@ -59,6 +60,20 @@ def codes_of(x, module):
     """The codes and grid of activation x, a per-tensor quint8 / qint8 torch tensor, as
     QuantizedCodes; the array views x's memory (x is made contiguous first when it is not).
     Anything else raises lucidq.Error naming the module (its path)."""
+    qdtype = _QDTYPES.get(x.dtype) if isinstance(x, torch.Tensor) else None
+    if qdtype is None or x.qscheme() is not torch.per_tensor_affine or x.device.type != "cpu":
+        _refuse(x, module)
+    scale, zero_point = x.q_scale(), x.q_zero_point()
+    kept = getattr(x, "_lucidq_codes", None)  # the array wrap_codes built x over
+    if kept is not None and kept[1] == x.data_ptr() and kept[0].shape == x.shape and (
+            x.is_contiguous()):
+        return QuantizedCodes(kept[0], scale, zero_point, qdtype)
+    x = x.contiguous()
+    array = np.asarray(_Memory(x, x.data_ptr(), x.shape, _TYPESTR[x.dtype]))
+    return QuantizedCodes(array, scale, zero_point, qdtype)
+
+
+def _refuse(x, module):
     where = label(module)
     if not is_quantized(x):
         kind = f"a {x.dtype} tensor" if isinstance(x, torch.Tensor) else f"a {type(x).__name__}"
@@ -66,28 +81,23 @@ def codes_of(x, module):
             f"{where}: input is {kind} (expected quantized activations, a quantized torch "
             "tensor: put a QuantStub before this module, or leave it float with qconfig None)"
         )
-    if x.dtype not in _TORCH_QDTYPES:
+    if x.dtype not in _QDTYPES:
         raise _lucidq.Error(f"{where}: input is a {x.dtype} tensor (expected quint8 or qint8)")
-    if x.qscheme() not in (torch.per_tensor_affine, torch.per_tensor_symmetric):
-        raise _lucidq.Error(f"{where}: input is quantized {x.qscheme()} (expected per-tensor)")
     if x.device.type != "cpu":
         raise _lucidq.Error(f"{where}: input is on {x.device} (expected the CPU)")
-    x = x.contiguous()
-    array = np.asarray(_Memory(x, x.data_ptr(), x.shape, _TYPESTR[x.dtype]))
-    qdtype = _lucidq.QDtype(_TORCH_QDTYPES[x.dtype])
-    return QuantizedCodes(array, x.q_scale(), x.q_zero_point(), qdtype)
+    raise _lucidq.Error(f"{where}: input is quantized {x.qscheme()} (expected per-tensor affine)")
 
 
 def wrap_codes(codes, scale, zero_point, qdtype):
     """A per-tensor quantized torch tensor over the C-contiguous NumPy array `codes` (uint8
     for quint8, int8 for qint8; not checked): value = scale * (code - zero_point). Shares the
-    array's memory and keeps it alive."""
+    array's memory and keeps it alive; codes_of(result) returns the same array."""
     dtype = _torch_dtype(qdtype)
     if not codes.flags.writeable:  # a kernel's result nothing else writes; torch wants writable
         codes = np.asarray(_Memory(codes, codes.ctypes.data, codes.shape, codes.dtype.str))
     carrier = torch.from_numpy(codes)
-    storage = torch.storage.TypedStorage(wrap_storage=carrier.storage().untyped(), dtype=dtype)
     out = torch._empty_affine_quantized([0], scale=float(scale), zero_point=int(zero_point),
                                         dtype=dtype)
-    return out.set_(storage, 0, carrier.shape, carrier.stride())
-
+    out.set_(carrier.storage().untyped(), 0, carrier.shape, carrier.stride())
+    out._lucidq_codes = (codes, out.data_ptr())
+    return out
