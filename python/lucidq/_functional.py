@@ -1,6 +1,6 @@
 """quantize / dequantize / fake_quantize / calculate_qparams in both spellings: lucidq's QParams forms and Lucid's.
 
-Lucid (and the seed documents) spell the arithmetic primitives with loose
+Lucid's lucid.quantization spells the arithmetic primitives with loose
 parameters; lucidq's extension takes a QParams. Both are accepted:
 
     quantize(x, qparams)                         -> QuantizedTensor   (lucidq)

@@ -62,7 +62,7 @@ def rng(seed):
     return np.random.default_rng(seed)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def module_pythonpath():
     """The folder holding the imported lucidq package (for subprocesses)."""
     import lucidq
