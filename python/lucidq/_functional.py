@@ -88,7 +88,7 @@ def _call_loose_form(name, function, native, x, args, kwargs):
             native(x, *args, **kwargs)
         except TypeError as error:
             lucid = f"{name}{inspect.signature(function)}"
-            raise TypeError(f"{error}\n    or Lucid's form: {lucid}") from None
+            raise TypeError(f"{error}\n    or Lucid's lucid.quantization form: {lucid}") from None
         raise
     return function(x, *args, **kwargs)
 

@@ -106,7 +106,8 @@ def test_clear_errors(call, pattern):
 
 
 def test_wrong_arity_lists_every_form():
-    with pytest.raises(TypeError, match="incompatible function arguments(.|\n)*Lucid's form"):
+    with pytest.raises(TypeError,
+                       match="incompatible function arguments(.|\n)*Lucid's lucid.quantization form"):
         Q.quantize(np.ones(3, np.float32), 3.5)
 
 
