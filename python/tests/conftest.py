@@ -63,6 +63,17 @@ def rng(seed):
 
 
 @pytest.fixture
+def qnnpack():
+    """torch's quantized engine set to qnnpack for the test (restored after)."""
+    import torch
+
+    before = torch.backends.quantized.engine
+    torch.backends.quantized.engine = "qnnpack"
+    yield
+    torch.backends.quantized.engine = before
+
+
+@pytest.fixture
 def module_pythonpath():
     """The folder holding the imported lucidq package (for subprocesses)."""
     import lucidq

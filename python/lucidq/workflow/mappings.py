@@ -13,10 +13,12 @@ weight alone with no observer (embeddings), so prepare counts it as quantizable.
 
 from torch import nn
 import torch.ao.nn.intrinsic as _torch_fused
+import torch.ao.quantization as _torch_ao
 
 from . import fused, qat, stubs
 from . import quantized as q
 from .quantized import dynamic as _dynamic
+from .quantized import dynamic_rnn as _dynamic_rnn
 from .quantized import weight_only as _weight_only
 
 __all__ = [
@@ -75,6 +77,8 @@ def observes_output(module_type, mapping=None):
 for _float, _quantized in [
     (stubs.QuantStub, q.Quantize),
     (stubs.DeQuantStub, q.DeQuantize),
+    (_torch_ao.QuantStub, q.Quantize),
+    (_torch_ao.DeQuantStub, q.DeQuantize),
     (nn.Linear, q.Linear),
     (qat.Linear, q.Linear),
     (qat.LinearBn1d, q.Linear),
@@ -105,6 +109,9 @@ for _float, _quantized in [
 ]:
     register_static(_float, _quantized)
 
+for _float in q.functional.float_functional_types():
+    register_static(_float, q.QFunctional)
+
 for _float, _qat in [
     (nn.Linear, qat.Linear),
     (fused.LinearReLU, qat.LinearReLU),
@@ -121,4 +128,12 @@ for _float, _qat in [
     register_qat(_float, _qat)
 
 register_dynamic(nn.Linear, _dynamic.Linear)
+for _float, _recurrent in [
+    (nn.LSTM, _dynamic_rnn.LSTM),
+    (nn.GRU, _dynamic_rnn.GRU),
+    (nn.LSTMCell, _dynamic_rnn.LSTMCell),
+    (nn.GRUCell, _dynamic_rnn.GRUCell),
+    (nn.RNNCell, _dynamic_rnn.RNNCell),
+]:
+    register_dynamic(_float, _recurrent)
 register_weight_only(nn.Linear, _weight_only.Linear)
