@@ -73,7 +73,7 @@ def qnnpack():
     torch.backends.quantized.engine = before
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def module_pythonpath():
     """The folder holding the imported lucidq package (for subprocesses)."""
     import lucidq
