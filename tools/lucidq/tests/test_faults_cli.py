@@ -179,6 +179,50 @@ class Shrink(CliCase):
         self.truncated_midway("q.gguf", "--type", "Q8_0")
 
 
+class Storage(CliCase):
+    """Output on a full file system and in a read-only folder: a clean error, nothing left. Each
+    runs lucidq in a private mount namespace (unshare) over a small tmpfs; skipped with the
+    reason where the machine cannot mount one."""
+
+    def in_mount(self, options, *args):
+        """Runs lucidq ARGS with self.out a tmpfs mounted with `options`; returns (exit status,
+        stderr, the mount's listing)."""
+        script = ('mount -t tmpfs -o "$1" lucidq-test "$2" || exit 99; shift 2; "$@"; rc=$?; '
+                  'ls -A "$OUT" >&2; exit $rc')
+        namespace = ["unshare", "--mount"] if os.geteuid() == 0 else \
+            ["unshare", "--user", "--map-root-user", "--mount"]
+        try:
+            done = subprocess.run([*namespace, "sh", "-c", script, "sh", options, self.out,
+                                   LUCIDQ, *args], cwd=self.dir, capture_output=True, text=True,
+                                  errors="replace", timeout=60, env={**os.environ, "OUT": self.out})
+        except FileNotFoundError:
+            self.skipTest("no unshare(1) on this machine")
+        if done.returncode == 99 or "unshare:" in done.stderr:
+            self.skipTest(f"cannot mount a tmpfs here: {done.stderr.strip()[:200]}")
+        lines = done.stderr.splitlines()
+        error = [line for line in lines if line.startswith("lucidq:")]
+        return done.returncode, error, [line for line in lines if not line.startswith("lucidq:")]
+
+    def test_a_full_file_system(self):
+        write_big_input(self.path("in.safetensors"), tensors=4)  # 16 MiB in, 4 MiB out
+        target = os.path.join(self.out, "q.safetensors")
+        code, error, left = self.in_mount("size=1m", "quantize", "in.safetensors", "-o", target)
+        self.assertEqual(code, 1, error)
+        self.assertEqual(len(error), 1, error)
+        self.assertIn(f"lucidq: error: {target}: cannot write to the temporary file", error[0])
+        self.assertIn("No space left on device", error[0])
+        self.assertEqual(left, [])
+
+    def test_a_read_only_folder(self):
+        write_big_input(self.path("in.safetensors"), tensors=1)
+        target = os.path.join(self.out, "q.safetensors")
+        code, error, left = self.in_mount("ro", "quantize", "in.safetensors", "-o", target)
+        self.assertEqual(code, 1, error)
+        self.assertEqual(error, [f"lucidq: error: {target}: cannot create a temporary file in "
+                                 f"{self.out} (Read-only file system)"])
+        self.assertEqual(left, [])
+
+
 class HostileInput(CliCase):
     """Inputs that used to hang, crash or blame the output: one line naming the input."""
 
