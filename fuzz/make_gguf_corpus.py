@@ -91,8 +91,8 @@ def seeds():
     yield "bad-nested-deep", (b"GGUF" + struct.pack("<Iqq", 3, 0, 1) + gstr("k") +
                               struct.pack("<I", 9) + struct.pack("<IQ", 9, 1) * 1000 +
                               struct.pack("<IQ", 4, 1) + struct.pack("<I", 7))
-    yield "bad-name-not-utf8", gguf([], [("a", [8], 0)]).replace(gstr("a"),
-                                                               struct.pack("<Q", 1) + b"\xff")
+    not_utf8 = struct.pack("<Q", 1) + b"\xff"
+    yield "bad-name-not-utf8", gguf([], [("a", [8], 0)]).replace(gstr("a"), not_utf8)
     yield "bad-offset", gguf([], [("a", [8], 0)]).replace(struct.pack("<IQ", 0, 0), struct.pack("<IQ", 0, 8))
 
 

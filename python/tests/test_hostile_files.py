@@ -97,7 +97,8 @@ def test_header_rule_nul_padding_and_byte_order_mark(tmp_path):
     good = tmp_path / "good.safetensors"
     good.write_bytes(_raw_safetensors(b"\n " + header + b" \t\r\n", data))
     np.testing.assert_array_equal(Q.load_safetensors(good)["w"], [1.5, -2.0])
-    for text, message in ((header + b"\0" * 4, f"header holds a NUL byte at header offset {len(header)}"),
+    nul = f"header holds a NUL byte at header offset {len(header)}"
+    for text, message in ((header + b"\0" * 4, nul),
                           (b"\xef\xbb\xbf" + header, "header starts with a UTF-8 byte-order mark")):
         bad = tmp_path / "bad.safetensors"
         bad.write_bytes(_raw_safetensors(text, data))

@@ -264,7 +264,8 @@ class HostileInput(CliCase):
 
     def test_nul_padding_and_a_byte_order_mark_are_refused(self):
         header = b'{"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}'
-        for text, message in ((header + b"\0" * 8, f"header holds a NUL byte at header offset {len(header)}"),
+        nul = f"header holds a NUL byte at header offset {len(header)}"
+        for text, message in ((header + b"\0" * 8, nul),
                               (b"\xef\xbb\xbf" + header, "header starts with a UTF-8 byte-order")):
             with open(self.path("pad.safetensors"), "wb") as f:
                 f.write(raw_safetensors(text, b"\0" * 8))
