@@ -76,6 +76,27 @@ def test_pip_install_builds_through_cmake(tmp_path):
     run_check(target)
 
 
+def test_missing_extension_says_how_to_build_it(tmp_path):
+    # The Python files without the compiled module (a build configured without the extension):
+    # one ImportError naming the folder and the build command, for both package names.
+    import shutil
+
+    for package in ("lucidq", "lucid"):
+        shutil.copytree(REPO / "python" / package, tmp_path / package,
+                        ignore=shutil.ignore_patterns("_lucidq*.so", "__pycache__"))
+    for module in ("lucidq", "lucid.quantization"):
+        result = subprocess.run(
+            [sys.executable, "-c", f"import {module}"], capture_output=True, text=True, timeout=60,
+            env={"PYTHONPATH": str(tmp_path), "PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+        )
+        assert result.returncode == 1
+        last = result.stderr.strip().splitlines()[-1]
+        assert last.startswith("ImportError: lucidq: the compiled module _lucidq is missing from "
+                               f"{tmp_path / 'lucidq'}"), result.stderr
+        assert "scripts/demo.sh" in last and "--target _lucidq" in last
+        assert "circular import" not in result.stderr
+
+
 def stub_names():
     tree = ast.parse(STUB.read_text())
     names = set()
