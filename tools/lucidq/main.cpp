@@ -11,6 +11,7 @@
 #include "commands.hpp"
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/version.hpp"
+#include "quantize_checks.hpp"
 
 namespace {
 
@@ -61,6 +62,11 @@ int handle_parse_error(const CLI::App& app, const CLI::ParseError& e) {
     } else {
       fmt::print(stderr, "{}\n", app.help());
     }
+  }
+  if (!selected.empty() && dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr &&
+      selected.back()->get_name() == "quantize") {
+    const std::string hint = lucidq::cli::quantize_parse_hint(*selected.back(), app.remaining());
+    if (!hint.empty()) message += " (" + hint + ")";
   }
   print_error(message);
   const std::string help_command =
