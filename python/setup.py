@@ -6,10 +6,10 @@ target _lucidq and copies the module into the wheel next to the pure-Python
 files. Install (offline: pip must use Debian's setuptools, hence
 --no-build-isolation):
 
-    pip install --no-build-isolation ./python                    # in a venv
-    python3 -m venv --system-site-packages .venv                # a venv that sees Debian's
-    .venv/bin/pip install --no-build-isolation ./python          #   numpy / torch
-    pip install --no-build-isolation --break-system-packages ./python   # Debian's python itself
+    /usr/bin/python3 -m venv --system-site-packages .venv       # a venv that sees Debian's
+    .venv/bin/python -m pip install --no-build-isolation ./python   #   numpy / torch
+    /usr/bin/python3 -m pip install --no-build-isolation --no-deps --target DIR ./python
+    /usr/bin/python3 -m pip install --no-build-isolation --break-system-packages ./python
 
 Which build folder: LUCIDQ_CMAKE_BUILD_DIR when set; otherwise build/release when it is
 configured with the Python module for this Python (scripts/demo.sh makes it: the install then
