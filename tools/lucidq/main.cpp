@@ -65,7 +65,9 @@ int handle_parse_error(const CLI::App& app, const CLI::ParseError& e) {
   }
   if (!selected.empty() && dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr &&
       selected.back()->get_name() == "quantize") {
-    const std::string hint = lucidq::cli::quantize_parse_hint(*selected.back(), app.remaining());
+    std::vector<std::string> extras = selected.back()->remaining();
+    if (extras.empty()) extras = app.remaining();
+    const std::string hint = lucidq::cli::quantize_parse_hint(*selected.back(), extras);
     if (!hint.empty()) message += " (" + hint + ")";
   }
   print_error(message);

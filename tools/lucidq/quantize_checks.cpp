@@ -46,7 +46,7 @@ void warn(const std::string& message, bool strict) {
 }  // namespace
 
 std::string QuantizeJob::describe() const {
-  return fmt::format("{} ({} chose it)", gguf ? "GGUF output" : "a lucidq checkpoint", chosen_by);
+  return fmt::format("{}, chosen by {}", gguf ? "GGUF output" : "a lucidq checkpoint", chosen_by);
 }
 
 QuantizeJob quantize_job(const std::string& input, const std::string& output,
@@ -72,9 +72,8 @@ void check_quantize_flags(const CLI::App& cmd, const QuantizeJob& job, const std
     }
     if (!output.empty() && lower_extension(output) != ".gguf") {
       throw Q::Error(fmt::format(
-          "-o {}: this run writes {}, a GGUF file (expected -o OUT.gguf; a lucidq checkpoint "
-          "needs a safetensors input and no --type; `lucidq dequantize` turns GGUF into "
-          "safetensors)",
+          "-o {}: this run writes {} (expected -o OUT.gguf; a lucidq checkpoint needs a "
+          "safetensors input and no --type; `lucidq dequantize` turns GGUF into safetensors)",
           output, job.describe()));
     }
     return;

@@ -18,8 +18,8 @@ struct QuantizeJob {
   bool gguf = false;
   std::string chosen_by;  ///< "--type Q4_K_M", "the output suffix .gguf", "the GGUF input", ...
 
-  /// "GGUF output (--type Q4_K_M chose it)" or "a lucidq checkpoint (the output suffix
-  /// .safetensors chose it)".
+  /// "GGUF output, chosen by --type Q4_K_M" or "a lucidq checkpoint, chosen by the output
+  /// suffix .safetensors".
   std::string describe() const;
 };
 

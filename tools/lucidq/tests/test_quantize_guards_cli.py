@@ -75,8 +75,8 @@ class Guards(unittest.TestCase):
                      ["--output-tensor-type", "q8_0"], ["--metadata", "a=u8:1"]):
             with self.subTest(flag[0]):
                 self.check_error(["quantize", "model.safetensors", "-o", "q.safetensors", *flag],
-                                 f"{flag[0]} is for GGUF output; this run writes a lucidq checkpoint "
-                                 "(the output suffix .safetensors chose it)")
+                                 f"{flag[0]} is for GGUF output; this run writes a lucidq checkpoint, "
+                                 "chosen by the output suffix .safetensors")
         self.check_error(["quantize", "model.safetensors", "-o", "q.safetensors", "--imatrix", "x"],
                          "--method weighted-rtn --calibration FILE")
 
@@ -85,19 +85,19 @@ class Guards(unittest.TestCase):
                      ["--scheme", "per_channel_affine"], ["--axis", "1"], ["--include", "x"]):
             with self.subTest(flag[0]):
                 self.check_error(["quantize", "tiny.gguf", "-o", "q.gguf", "--type", "Q4_K_M", *flag],
-                                 f"{flag[0]} is for lucidq checkpoints; this run writes GGUF output "
-                                 "(--type Q4_K_M chose it)")
+                                 f"{flag[0]} is for lucidq checkpoints; this run writes GGUF output, "
+                                 "chosen by --type Q4_K_M")
         self.check_error(["quantize", "model.safetensors", "-o", "q.gguf", "--dtype", "qint4"],
-                         "GGUF output (the output suffix .gguf chose it)")
+                         "GGUF output, chosen by the output suffix .gguf")
         self.check_error(["quantize", "tiny.gguf", "-o", "q.gguf", "--group-size", "32"],
-                         "GGUF output (the output suffix .gguf chose it)")
+                         "GGUF output, chosen by the output suffix .gguf")
 
     def test_output_name_must_match_the_format(self):
         self.check_error(["quantize", "model.safetensors", "-o", "x.safetensors", "--type", "Q4_K_M"],
-                         "-o x.safetensors: this run writes GGUF output (--type Q4_K_M chose it)",
+                         "-o x.safetensors: this run writes GGUF output, chosen by --type Q4_K_M",
                          "expected -o OUT.gguf")
         self.check_error(["quantize", "tiny.gguf", "-o", "x.safetensors"],
-                         "GGUF output (the GGUF input chose it)", "lucidq dequantize")
+                         "GGUF output, chosen by the GGUF input", "lucidq dequantize")
 
     def test_a_lucidq_checkpoint_is_refused_as_gguf_input_as_for_a_checkpoint(self):
         self.run_lucidq("quantize", "model.safetensors", "-o", "q8.safetensors", "--quiet")
