@@ -419,7 +419,9 @@ class Demo(CliCase):
         self.assertEqual(sorted(os.listdir(self.path("d"))),
                          [".lucidq-demo", "model.q4.safetensors", "model.q8.json",
                           "model.q8.safetensors", "model.safetensors", "plots"])
-        self.assertEqual(len(os.listdir(self.path("d/plots"))), 18)  # 9 weights x 2
+        self.assertEqual(sorted(os.listdir(self.path("d/plots"))),
+                         sorted(f"{n}.{kind}.png" for n in ("blk.0.attn_v.weight", "blk.0.ffn_up.weight",
+                                                            "output.weight") for kind in ("errors", "report")))
         os.mkdir(self.path("mine"))
         self.write("mine/notes.txt", b"mine")
         r = self.run_lucidq("demo", "--section", "checkpoint", "--out", "mine", expect=1)
