@@ -13,7 +13,7 @@ import pathlib
 import re
 import shutil
 import subprocess
-import sys
+import time
 
 import pytest
 
@@ -72,8 +72,10 @@ def test_every_block_runs_or_says_why(tmp_path):
         command = ["bash", "-euo", "pipefail", "-c", code] if language == "sh" else [
             "/usr/bin/python3", "-c", code]
         block_env = dict(env, PYTHONPATH=str(build / "python")) if language == "python" else env
+        start = time.monotonic()
         result = subprocess.run(command, cwd=tmp_path, env=block_env, capture_output=True,
                                 text=True, timeout=300)
+        print(f"README.md:{line} ({language}): {time.monotonic() - start:.1f} s")
         assert result.returncode == 0, (
             f"README.md:{line} ({language}) failed:\n{code}\n--- stdout\n{result.stdout[-3000:]}"
             f"\n--- stderr\n{result.stderr[-3000:]}")
