@@ -13,7 +13,7 @@ build_packages=(
 )
 test_packages=(
   libgtest-dev libgmock-dev
-  python3-pytest python3-torch
+  python3-pytest python3-torch python3-torchvision  # the workflow tests convert torchvision's quantizable models
   python3-sklearn libopenblas0  # the workflow tests train on sklearn's digits; torch trains at speed with OpenBLAS
   clang libclang-rt-14-dev
   python3-pip python3-setuptools python3-wheel python3-venv mypy  # pip install ./python (README: in a venv); the type-stub checks

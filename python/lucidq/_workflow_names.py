@@ -9,6 +9,7 @@ here too (test_workflow_qconfig checks that the two agree).
 WORKFLOW_NAMES = (
     # qconfig.py
     "QConfig",
+    "FloatFunctional",
     "get_default_qconfig",
     "get_default_qat_qconfig",
     "default_qconfig",
@@ -71,7 +72,6 @@ WORKFLOW_NAMES = (
     "QuantStub",
     "DeQuantStub",
     "QuantWrapper",
-    "QTensor",
     "save_quantized",
     "load_quantized",
     "register_static",

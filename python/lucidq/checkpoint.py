@@ -162,7 +162,7 @@ def save_safetensors(path, tensors, *, metadata=None, bfloat16=(), overwrite=Fal
     names, types, arrays = [], [], []
     bf16 = set(bfloat16)
     for name, value in tensors.items():
-        array = np.ascontiguousarray(value)
+        array = np.asarray(value, order="C")  # (ascontiguousarray would make a 0-d array 1-d)
         if not array.dtype.isnative:
             array = array.astype(array.dtype.newbyteorder("="))
         if name in bf16:

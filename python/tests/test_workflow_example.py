@@ -34,3 +34,20 @@ def test_readme_shows_the_example():
     assert block == (EXAMPLES / "quantize_torch_model.py").read_text()
     # it is the README's first Python example
     assert text.index("```python") > text.index("## Quantize a PyTorch model")
+
+
+def test_quantize_torchvision_example(module_pythonpath):
+    pytest.importorskip("torchvision", reason="the example needs python3-torchvision")
+    lines = run_example("quantize_torchvision.py", module_pythonpath)
+    print("\n".join(lines))
+    assert lines[0] == "lucidq.workflow.quantized.conv ConvReLU2d"
+    sqnr = float(re.fullmatch(r"SQNR of the int8 model against float: ([\d.]+) dB",
+                              lines[1]).group(1))
+    assert sqnr >= 15
+    assert len(lines) == 2
+
+
+def test_readme_shows_the_torchvision_example():
+    section = README.read_text().split("### torchvision's models as published", 1)[1]
+    block = section.split("```python\n", 1)[1].split("```", 1)[0]
+    assert block == (EXAMPLES / "quantize_torchvision.py").read_text()

@@ -1,8 +1,10 @@
 """quantize_dynamic (int8 weights, activations quantized per row at run time) and quantize_weight_only.
 
 No calibration: the modules named by qconfig_spec are swapped at once. qconfig_spec, as
-torch's quantize_dynamic: None (every nn.Linear), a set of module types and / or dotted
-module names, or a dict {type or name: config}. Rules of the dict (torch's
+torch's quantize_dynamic: None (quantize_dynamic: every nn.Linear, nn.LSTM, nn.GRU,
+nn.LSTMCell, nn.GRUCell and nn.RNNCell, torch 1.13's default set; quantize_weight_only:
+every nn.Linear), a set of module types and / or dotted module names, or a dict {type or
+name: config}. Rules of the dict (torch's
 propagate_qconfig_): a module takes its type's entry, else its parent's config; its name's
 entry beats that; a `.qconfig` attribute already on the module beats both.
 """
@@ -13,6 +15,7 @@ import warnings
 from typing import NamedTuple, Optional
 
 import torch
+from torch import nn
 
 from .. import _lucidq
 from ._paths import record_paths
@@ -20,6 +23,9 @@ from .convert import remove_observers, swap_modules
 from .mappings import dynamic_mapping, weight_only_mapping
 
 __all__ = ["DynamicConfig", "WeightOnlyConfig", "quantize_dynamic", "quantize_weight_only"]
+
+# qconfig_spec=None in quantize_dynamic: torch 1.13's default set for qint8
+_DYNAMIC_DEFAULT_TYPES = (nn.Linear, nn.LSTM, nn.GRU, nn.LSTMCell, nn.GRUCell, nn.RNNCell)
 
 
 class DynamicConfig(NamedTuple):
@@ -43,14 +49,15 @@ class WeightOnlyConfig(NamedTuple):
 
 
 def quantize_dynamic(model, qconfig_spec=None, dtype=_lucidq.qint8, mapping=None, inplace=False):
-    """The model with its Linear modules (or those qconfig_spec names) swapped for dynamic
-    quantized Linear modules (quantized.dynamic.Linear). dtype: the weight grid, qint8 (lucidq's
-    or torch's); a dict qconfig_spec gives each module its own DynamicConfig (or QConfig)."""
+    """The model with its Linear and recurrent modules (LSTM, GRU, LSTMCell, GRUCell, RNNCell),
+    or those qconfig_spec names, swapped for dynamic quantized modules (quantized.dynamic.Linear,
+    .LSTM, ...). dtype: the weight grid, qint8 (lucidq's or torch's); a dict qconfig_spec gives
+    each module its own DynamicConfig (or QConfig)."""
     if dtype not in (_lucidq.qint8, torch.qint8):
         raise _lucidq.Error(f"quantize_dynamic: dtype = {dtype} (expected qint8)")
     return _swap_without_calibration(
         model, qconfig_spec, DynamicConfig(), mapping or dynamic_mapping(), inplace,
-        "quantize_dynamic",
+        "quantize_dynamic", _DYNAMIC_DEFAULT_TYPES,
     )
 
 
@@ -63,13 +70,13 @@ def quantize_weight_only(
     default = WeightOnlyConfig(bits, group_size, symmetric, activations)
     return _swap_without_calibration(
         model, qconfig_spec, default, mapping or weight_only_mapping(), inplace,
-        "quantize_weight_only",
+        "quantize_weight_only", (nn.Linear,),
     )
 
 
-def _swap_without_calibration(model, qconfig_spec, default, mapping, inplace, fn):
+def _swap_without_calibration(model, qconfig_spec, default, mapping, inplace, fn, default_types):
     if qconfig_spec is None:
-        qconfig_spec = {torch.nn.Linear: default}
+        qconfig_spec = dict.fromkeys(default_types, default)
     elif isinstance(qconfig_spec, (set, frozenset, list, tuple)):
         qconfig_spec = dict(zip(qconfig_spec, itertools.repeat(default)))
     elif not isinstance(qconfig_spec, dict):

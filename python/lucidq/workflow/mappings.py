@@ -13,10 +13,12 @@ weight alone with no observer (embeddings), so prepare counts it as quantizable.
 
 from torch import nn
 import torch.ao.nn.intrinsic as _torch_fused
+import torch.ao.quantization as _torch_ao
 
 from . import fused, qat, stubs
 from . import quantized as q
 from .quantized import dynamic as _dynamic
+from .quantized import dynamic_rnn as _dynamic_rnn
 from .quantized import weight_only as _weight_only
 
 __all__ = [
@@ -75,6 +77,8 @@ def observes_output(module_type, mapping=None):
 for _float, _quantized in [
     (stubs.QuantStub, q.Quantize),
     (stubs.DeQuantStub, q.DeQuantize),
+    (_torch_ao.QuantStub, q.Quantize),
+    (_torch_ao.DeQuantStub, q.DeQuantize),
     (nn.Linear, q.Linear),
     (qat.Linear, q.Linear),
     (qat.LinearBn1d, q.Linear),
@@ -102,8 +106,41 @@ for _float, _quantized in [
     (nn.Embedding, q.Embedding),
     (nn.EmbeddingBag, q.EmbeddingBag),
     (nn.MaxPool2d, q.MaxPool2d),
+    (nn.BatchNorm2d, q.BatchNorm2d),
+    (nn.BatchNorm3d, q.BatchNorm3d),
+    (fused.BNReLU2d, q.BNReLU2d),
+    (_torch_fused.BNReLU2d, q.BNReLU2d),
+    (fused.BNReLU3d, q.BNReLU3d),
+    (_torch_fused.BNReLU3d, q.BNReLU3d),
+    (nn.PReLU, q.PReLU),
+    (fused.ConvReLU1d, q.ConvReLU1d),
+    (_torch_fused.ConvReLU1d, q.ConvReLU1d),
+    (nn.Conv3d, q.Conv3d),
+    (fused.ConvReLU3d, q.ConvReLU3d),
+    (_torch_fused.ConvReLU3d, q.ConvReLU3d),
+    (nn.ConvTranspose1d, q.ConvTranspose1d),
+    (nn.ConvTranspose2d, q.ConvTranspose2d),
+    (nn.ConvTranspose3d, q.ConvTranspose3d),
+    (nn.Dropout, q.Dropout),
+    (nn.LayerNorm, q.LayerNorm),
+    (nn.GroupNorm, q.GroupNorm),
+    (nn.InstanceNorm1d, q.InstanceNorm1d),
+    (nn.InstanceNorm2d, q.InstanceNorm2d),
+    (nn.InstanceNorm3d, q.InstanceNorm3d),
+    (nn.Softmax, q.Softmax),
+    (qat.Conv1d, q.Conv1d),
+    (qat.ConvBn1d, q.Conv1d),
+    (qat.ConvReLU1d, q.ConvReLU1d),
+    (qat.ConvBnReLU1d, q.ConvReLU1d),
+    (qat.Conv3d, q.Conv3d),
+    (qat.ConvBn3d, q.Conv3d),
+    (qat.ConvReLU3d, q.ConvReLU3d),
+    (qat.ConvBnReLU3d, q.ConvReLU3d),
 ]:
     register_static(_float, _quantized)
+
+for _float in q.functional.float_functional_types():
+    register_static(_float, q.QFunctional)
 
 for _float, _qat in [
     (nn.Linear, qat.Linear),
@@ -117,8 +154,30 @@ for _float, _qat in [
     (_torch_fused.ConvBn2d, qat.ConvBn2d),
     (fused.ConvBnReLU2d, qat.ConvBnReLU2d),
     (_torch_fused.ConvBnReLU2d, qat.ConvBnReLU2d),
+    (nn.Conv1d, qat.Conv1d),
+    (fused.ConvReLU1d, qat.ConvReLU1d),
+    (_torch_fused.ConvReLU1d, qat.ConvReLU1d),
+    (fused.ConvBn1d, qat.ConvBn1d),
+    (_torch_fused.ConvBn1d, qat.ConvBn1d),
+    (fused.ConvBnReLU1d, qat.ConvBnReLU1d),
+    (_torch_fused.ConvBnReLU1d, qat.ConvBnReLU1d),
+    (nn.Conv3d, qat.Conv3d),
+    (fused.ConvReLU3d, qat.ConvReLU3d),
+    (_torch_fused.ConvReLU3d, qat.ConvReLU3d),
+    (fused.ConvBn3d, qat.ConvBn3d),
+    (_torch_fused.ConvBn3d, qat.ConvBn3d),
+    (fused.ConvBnReLU3d, qat.ConvBnReLU3d),
+    (_torch_fused.ConvBnReLU3d, qat.ConvBnReLU3d),
 ]:
     register_qat(_float, _qat)
 
 register_dynamic(nn.Linear, _dynamic.Linear)
+for _float, _recurrent in [
+    (nn.LSTM, _dynamic_rnn.LSTM),
+    (nn.GRU, _dynamic_rnn.GRU),
+    (nn.LSTMCell, _dynamic_rnn.LSTMCell),
+    (nn.GRUCell, _dynamic_rnn.GRUCell),
+    (nn.RNNCell, _dynamic_rnn.RNNCell),
+]:
+    register_dynamic(_float, _recurrent)
 register_weight_only(nn.Linear, _weight_only.Linear)

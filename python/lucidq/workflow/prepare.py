@@ -6,18 +6,27 @@ is the network input); fused units and QAT modules are observed as one unit; Dro
 skipped; DeQuantStub and modules that keep their input's grid (ReLU) or have a fixed one
 (Sigmoid, Tanh) get none (mappings.observes_output). Weights are observed at convert.
 
-Which modules are quantized: with a QConfigMapping, the mapping decides (module name >
-regex > type > global; None leaves a module float; every name it mentions must exist).
-Without one, the `.qconfig` attributes the user set decide, inherited by submodules and
-overridden by a submodule's own attribute (torch's propagate_qconfig_).
+Which modules are quantized: with a QConfigMapping (lucidq's or torch's) or a QConfig
+(lucidq's or torch's), the mapping decides (module name > regex > type > global; None
+leaves a module float; every name it mentions must exist). Without one, the `.qconfig`
+attributes the user set decide, inherited by submodules and overridden by a submodule's own
+attribute (torch's propagate_qconfig_). With neither, get_default_qconfig_mapping()
+(get_default_qat_qconfig_mapping() for prepare_qat) applies to the whole model, as in
+Lucid's `prepare(model)`, and one log line on the "lucidq" logger says so.
+
+torch.ao's own modules are understood as written: its QuantStub / DeQuantStub /
+QuantWrapper, FloatFunctional (observed through its activation_post_process child, which
+its methods call), and the fused types of torch.ao.nn.intrinsic.
 """
 
 import copy
+import logging
 import warnings
 
 import torch
 from torch import nn
 import torch.ao.nn.intrinsic as _torch_fused
+import torch.ao.quantization as _torch_ao
 
 from .. import _lucidq
 from . import fused, stubs
@@ -25,7 +34,14 @@ from ._hooks import check_linear_input_hook, observe_output_hook
 from ._paths import record_paths
 from .convert import remove_observers, swap_modules
 from .mappings import observes_output, qat_mapping, static_mapping
-from .qconfig_mapping import QConfigMapping
+from .qconfig import as_qconfig
+from .qconfig_mapping import (
+    QConfigMapping, get_default_qat_qconfig_mapping, get_default_qconfig_mapping,
+)
+from .quantized.functional import float_functional_types
+
+_QUANT_STUBS = (stubs.QuantStub, _torch_ao.QuantStub)
+_log = logging.getLogger("lucidq")
 
 __all__ = ["prepare", "prepare_qat", "propagate_qconfig"]
 
@@ -38,6 +54,8 @@ def prepare(model, qconfig_mapping=None, inplace=False, example_inputs=None):
     if not inplace:
         model = copy.deepcopy(model)
     record_paths(model)
+    qconfig_mapping = _default_when_unset(model, qconfig_mapping, "prepare",
+                                          get_default_qconfig_mapping)
     propagate_qconfig(model, qconfig_mapping, "prepare")
     return _add_observers_or_warn(model, static_mapping(), (), example_inputs, "prepare")
 
@@ -54,6 +72,8 @@ def prepare_qat(model, qconfig_mapping=None, inplace=False, example_inputs=None)
     if not inplace:
         model = copy.deepcopy(model)
     record_paths(model)
+    qconfig_mapping = _default_when_unset(model, qconfig_mapping, "prepare_qat",
+                                          get_default_qat_qconfig_mapping)
     propagate_qconfig(model, qconfig_mapping, "prepare_qat")
     table = qat_mapping()
     swap_modules(model, table)
@@ -62,14 +82,43 @@ def prepare_qat(model, qconfig_mapping=None, inplace=False, example_inputs=None)
     )
 
 
+def _default_when_unset(model, qconfig_mapping, fn, default_mapping):
+    """qconfig_mapping, or the default mapping when neither it nor any qconfig attribute is set."""
+    if qconfig_mapping is not None or any("qconfig" in m.__dict__ for m in model.modules()):
+        return qconfig_mapping
+    _log.info("%s: no qconfig given or set on %s: using %s()", fn, type(model).__name__,
+              default_mapping.__name__)
+    return default_mapping()
+
+
+def _as_mapping(qconfig_mapping, fn):
+    """lucidq's QConfigMapping for a lucidq or torch QConfigMapping, or a bare QConfig
+    (lucidq's or torch's: QConfigMapping().set_global(qconfig))."""
+    if isinstance(qconfig_mapping, QConfigMapping):
+        return qconfig_mapping
+    if isinstance(qconfig_mapping, _torch_ao.QConfigMapping):
+        entries = qconfig_mapping.to_dict()
+        if entries.pop("module_name_object_type_order", None):
+            raise _lucidq.Error(
+                f"{fn}: torch QConfigMapping.set_module_name_object_type_order is not supported "
+                "(FX mode only; use set_module_name)")
+        convert = {"": as_qconfig(entries.pop("", None))}
+        for key, pairs in entries.items():
+            convert[key] = [(k, as_qconfig(v)) for k, v in pairs]
+        return QConfigMapping.from_dict(convert)
+    try:
+        return QConfigMapping().set_global(as_qconfig(qconfig_mapping))
+    except ValueError as error:
+        raise _lucidq.Error(f"{fn}: {error}") from None
+
+
 def propagate_qconfig(model, qconfig_mapping=None, fn="prepare"):
     """Sets module.qconfig on every module (see the module doc for the rules). A bare QConfig
     stands for QConfigMapping().set_global(qconfig)."""
     if qconfig_mapping is None:
         _inherit(model, None)
         return
-    if not hasattr(qconfig_mapping, "qconfig_for"):
-        qconfig_mapping = QConfigMapping().set_global(qconfig_mapping)
+    qconfig_mapping = _as_mapping(qconfig_mapping, fn)
     try:
         qconfig_mapping.check_module_names(model)
     except ValueError as error:
@@ -97,7 +146,7 @@ def _add_observers_or_warn(model, mapping, units, example_inputs, fn):
             stacklevel=3,
         )
         return model
-    if not any(isinstance(m, stubs.QuantStub) for m in model.modules()):
+    if not any(isinstance(m, _QUANT_STUBS) for m in model.modules()):
         warnings.warn(
             f"{fn}: {type(model).__name__} has no QuantStub, so its quantized modules will get "
             "float inputs; wrap the model in QuantWrapper or add QuantStub / DeQuantStub",
@@ -121,13 +170,25 @@ def _add_observers(module, mapping, units):
     for child in module.children():
         if type(child) is nn.Dropout:
             continue
-        if _is_unit(child, units):
+        if isinstance(child, float_functional_types()):
+            count += _observe_functional(child)
+        elif _is_unit(child, units):
             count += _observe(child, mapping)
         else:
             count += _add_observers(child, mapping, units)
     if not any(True for _ in module.children()) and not isinstance(module, nn.Sequential):
         count += _observe(module, mapping)
     return count
+
+
+def _observe_functional(module):
+    """A FloatFunctional's observer is its activation_post_process child, which its methods
+    call on their results (as torch.ao's prepare)."""
+    qconfig = getattr(module, "qconfig", None)
+    if qconfig is None:
+        return 0
+    module.activation_post_process = qconfig.activation()
+    return 1
 
 
 def _observe(module, mapping):

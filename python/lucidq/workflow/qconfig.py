@@ -98,6 +98,21 @@ class QConfig(namedtuple("QConfig", ["activation", "weight"])):
         return super().__new__(cls, activation, weight)
 
 
+def as_qconfig(qconfig):
+    """qconfig as a lucidq QConfig: None and lucidq QConfigs as they are, torch's QConfig and
+    QConfigDynamic by their factories (torch's observers and fake quantizers work as they
+    are). Anything else raises ValueError."""
+    if qconfig is None or isinstance(qconfig, QConfig):
+        return qconfig
+    import torch.ao.quantization.qconfig as torch_qconfig
+
+    torch_types = tuple(getattr(torch_qconfig, name) for name in ("QConfig", "QConfigDynamic")
+                        if hasattr(torch_qconfig, name))
+    if isinstance(qconfig, torch_types):
+        return QConfig(qconfig.activation, qconfig.weight)
+    raise ValueError(f"{qconfig!r} (expected a QConfig, torch's QConfig, or None)")
+
+
 def _check_backend(backend, what):
     if backend not in BACKENDS:
         raise ValueError(f"{what}: backend {backend!r} (expected one of {', '.join(BACKENDS)})")

@@ -46,7 +46,7 @@ from .observer import (
     default_placeholder_observer,
     default_weight_observer,
 )
-from .qconfig import QConfig, get_default_qat_qconfig, get_default_qconfig
+from .qconfig import QConfig, as_qconfig, get_default_qat_qconfig, get_default_qconfig
 
 __all__ = ["QConfigMapping", "get_default_qconfig_mapping", "get_default_qat_qconfig_mapping"]
 
@@ -57,9 +57,10 @@ _NAME_KEY = "module_name"
 
 
 def _check_qconfig(qconfig, what):
-    if qconfig is not None and not isinstance(qconfig, QConfig):
-        raise ValueError(f"QConfigMapping.{what}: {qconfig!r} (expected a QConfig or None)")
-    return qconfig
+    try:
+        return as_qconfig(qconfig)
+    except ValueError as error:
+        raise ValueError(f"QConfigMapping.{what}: {error}") from None
 
 
 class QConfigMapping:

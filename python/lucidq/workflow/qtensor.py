@@ -1,13 +1,16 @@
-"""QTensor: the 8-bit activation codes one quantized module hands to the next (codes + scale + zp).
+"""Quantized activations are torch's own per-tensor quantized tensors (torch.quint8 / torch.qint8).
 
-Why not torch's own quantized tensors: building one from codes
-(torch._make_per_tensor_quantized_tensor) is a private API and copies, and reading the
-codes back (int_repr) copies again. A QTensor holds the codes as a plain uint8 / int8
-NumPy array, which lucidq's kernels read and write directly; int_repr() is a torch tensor
-over the same memory (torch.from_numpy), so nothing is copied between modules. Its method names are torch's
-(int_repr, q_scale, q_zero_point, dequantize), so code written against torch's
-quantized tensors reads the same; torch quantized tensors are accepted as inputs too.
+Why torch's tensors: every torch op a model applies between two quantized modules (view,
+reshape, flatten, permute, indexing, cat, max / average / adaptive pooling, ReLU, interpolate,
+mean, ...) already has a quantized implementation in torch, with torch.ao's arithmetic, so
+models written for torch.ao run unchanged, and torch.ao and lucidq modules can be mixed.
+lucidq's kernels still read and write the codes in place: codes_of views a tensor's memory as
+a NumPy array, and wrap_codes builds a quantized tensor over the NumPy array a kernel
+returned (torch's quantized tensors keep the same byte layout as uint8 / int8 ones), so
+nothing is copied between two lucidq modules.
 """
+
+import collections
 
 import numpy as np
 import torch
@@ -15,117 +18,86 @@ import torch
 from .. import _lucidq
 from ._paths import label
 
-__all__ = ["QTensor", "as_qtensor"]
-
-
-class QTensor:
-    """Per-tensor quantized activations: value = scale * (codes - zero_point).
-
-    codes: a torch.uint8 (quint8) or torch.int8 (qint8) CPU tensor, or a NumPy array of that
-    dtype; scale: float; zero_point: int; qdtype: the lucidq QDtype of the grid (quint8 or
-    qint8). The codes are kept as a C-contiguous NumPy array (what lucidq's kernels read);
-    `codes` / int_repr() is a torch tensor sharing its memory.
-    """
-
-    __slots__ = ("_array", "scale", "zero_point", "qdtype")
-
-    def __init__(self, codes, scale, zero_point, qdtype):
-        array = codes.detach().cpu().numpy() if isinstance(codes, torch.Tensor) else codes
-        array = np.ascontiguousarray(array)
-        expected = np.dtype(np.int8 if qdtype.is_signed else np.uint8)
-        if array.dtype != expected:
-            raise _lucidq.Error(
-                f"QTensor: codes have dtype {array.dtype} (expected {expected} for {qdtype.name})"
-            )
-        self._array = array
-        self.scale = float(scale)
-        self.zero_point = int(zero_point)
-        self.qdtype = qdtype
-
-    @classmethod
-    def from_numpy(cls, codes, scale, zero_point, qdtype):
-        """Wraps the C-contiguous codes a lucidq kernel returned (of qdtype's code dtype: not
-        checked) without copying."""
-        q = cls.__new__(cls)
-        q._array, q.scale, q.zero_point, q.qdtype = codes, scale, zero_point, qdtype
-        return q
-
-    def numpy_codes(self):
-        """The codes as a C-contiguous NumPy array (no copy)."""
-        return self._array
-
-    @property
-    def codes(self):
-        """The codes as a torch tensor sharing the array's memory (a copy when the array is
-        read-only, e.g. the storage of a lucidq QuantizedTensor: torch tensors are writable)."""
-        array = self._array
-        return torch.from_numpy(array if array.flags.writeable else array.copy())
-
-    # torch's quantized-tensor vocabulary
-    def int_repr(self):
-        return self.codes
-
-    def q_scale(self):
-        return self.scale
-
-    def q_zero_point(self):
-        return self.zero_point
-
-    def dequantize(self):
-        """float32 tensor scale * (codes - zero_point), rounded once: bit for bit
-        lucidq.dequantize (code - zero_point is exact in float32 and the float32 product of
-        two float32 numbers is rounded once), computed with NumPy because building a lucidq
-        QuantizedTensor per call costs more than the arithmetic on small batches."""
-        out = self._array.astype(np.float32)
-        out -= np.float32(self.zero_point)
-        out *= np.float32(self.scale)
-        return torch.from_numpy(out)
-
-    @property
-    def shape(self):
-        return torch.Size(self._array.shape)
-
-    def size(self, dim=None):
-        return self.shape if dim is None else self.shape[dim]
-
-    def dim(self):
-        return self._array.ndim
-
-    def _same_grid(self, array):
-        return QTensor(array, self.scale, self.zero_point, self.qdtype)
-
-    def reshape(self, *shape):
-        return self._same_grid(self._array.reshape(*shape))
-
-    def view(self, *shape):
-        return self._same_grid(self.codes.view(*shape).numpy())
-
-    def flatten(self, start_dim=0, end_dim=-1):
-        return self._same_grid(self.codes.flatten(start_dim, end_dim).numpy())
-
-    def __repr__(self):
-        return (
-            f"QTensor(shape={tuple(self._array.shape)}, scale={self.scale:.6g}, "
-            f"zero_point={self.zero_point}, qdtype={self.qdtype.name})"
-        )
-
+__all__ = ["QuantizedCodes", "codes_of", "wrap_codes", "is_quantized"]
 
 _TORCH_QDTYPES = {torch.quint8: "quint8", torch.qint8: "qint8"}
+_LUCIDQ_TO_TORCH = {"quint8": torch.quint8, "qint8": torch.qint8}
+_TYPESTR = {torch.quint8: "|u1", torch.qint8: "|i1"}
+_QDTYPES = {dtype: _lucidq.QDtype(name) for dtype, name in _TORCH_QDTYPES.items()}
+
+QuantizedCodes = collections.namedtuple("QuantizedCodes", "array scale zero_point qdtype")
+QuantizedCodes.__doc__ = """A quantized activation's codes (a C-contiguous NumPy array sharing
+the tensor's memory) and its grid: value = scale * (code - zero_point)."""
 
 
-def as_qtensor(x, module):
-    """x as a QTensor: a QTensor as it is, a per-tensor torch quantized tensor by its codes.
+class _Memory:
+    """Exposes C-contiguous memory to NumPy as a writable array (__array_interface__) and
+    keeps its owner alive."""
+
+    __slots__ = ("owner", "__array_interface__")
+
+    def __init__(self, owner, address, shape, typestr):
+        self.owner = owner
+        self.__array_interface__ = {
+            "data": (address, False), "shape": tuple(shape), "typestr": typestr, "version": 3}
+
+
+def _torch_dtype(qdtype):
+    dtype = _LUCIDQ_TO_TORCH.get(qdtype.name)
+    if dtype is None:
+        raise _lucidq.Error(
+            f"quantized activations: grid {qdtype.name} (expected quint8 or qint8, the grids of "
+            "torch's quantized tensors)")
+    return dtype
+
+
+def is_quantized(x):
+    """Whether x is a quantized activation lucidq's modules take (a quantized torch tensor)."""
+    return isinstance(x, torch.Tensor) and x.is_quantized
+
+
+def codes_of(x, module):
+    """The codes and grid of activation x, a per-tensor quint8 / qint8 torch tensor, as
+    QuantizedCodes; the array views x's memory (x is made contiguous first when it is not).
     Anything else raises lucidq.Error naming the module (its path)."""
-    if isinstance(x, QTensor):
-        return x
+    qdtype = _QDTYPES.get(x.dtype) if isinstance(x, torch.Tensor) else None
+    if qdtype is None or x.qscheme() is not torch.per_tensor_affine or x.device.type != "cpu":
+        _refuse(x, module)
+    scale, zero_point = x.q_scale(), x.q_zero_point()
+    kept = getattr(x, "_lucidq_codes", None)  # the array wrap_codes built x over
+    if kept is not None and kept[1] == x.data_ptr() and kept[0].shape == x.shape and (
+            x.is_contiguous()):
+        return QuantizedCodes(kept[0], scale, zero_point, qdtype)
+    x = x.contiguous()
+    array = np.asarray(_Memory(x, x.data_ptr(), x.shape, _TYPESTR[x.dtype]))
+    return QuantizedCodes(array, scale, zero_point, qdtype)
+
+
+def _refuse(x, module):
     where = label(module)
-    if isinstance(x, torch.Tensor) and x.is_quantized and x.dtype in _TORCH_QDTYPES:
-        if x.qscheme() != torch.per_tensor_affine:
-            raise _lucidq.Error(f"{where}: input is quantized {x.qscheme()} (expected per-tensor)")
-        qdtype = _lucidq.QDtype(_TORCH_QDTYPES[x.dtype])
-        return QTensor(x.int_repr(), x.q_scale(), x.q_zero_point(), qdtype)
-    kind = f"a {x.dtype} tensor" if isinstance(x, torch.Tensor) else f"a {type(x).__name__}"
-    raise _lucidq.Error(
-        f"{where}: input is {kind} (expected quantized activations, a QTensor: put a QuantStub "
-        "before this module, or leave it float with qconfig None)"
-    )
+    if not is_quantized(x):
+        kind = f"a {x.dtype} tensor" if isinstance(x, torch.Tensor) else f"a {type(x).__name__}"
+        raise _lucidq.Error(
+            f"{where}: input is {kind} (expected quantized activations, a quantized torch "
+            "tensor: put a QuantStub before this module, or leave it float with qconfig None)"
+        )
+    if x.dtype not in _QDTYPES:
+        raise _lucidq.Error(f"{where}: input is a {x.dtype} tensor (expected quint8 or qint8)")
+    if x.device.type != "cpu":
+        raise _lucidq.Error(f"{where}: input is on {x.device} (expected the CPU)")
+    raise _lucidq.Error(f"{where}: input is quantized {x.qscheme()} (expected per-tensor affine)")
+
+
+def wrap_codes(codes, scale, zero_point, qdtype):
+    """A per-tensor quantized torch tensor over the C-contiguous NumPy array `codes` (uint8
+    for quint8, int8 for qint8; not checked): value = scale * (code - zero_point). Shares the
+    array's memory and keeps it alive; codes_of(result) returns the same array."""
+    dtype = _torch_dtype(qdtype)
+    if not codes.flags.writeable:  # a kernel's result nothing else writes; torch wants writable
+        codes = np.asarray(_Memory(codes, codes.ctypes.data, codes.shape, codes.dtype.str))
+    carrier = torch.from_numpy(codes)
+    out = torch._empty_affine_quantized([0], scale=float(scale), zero_point=int(zero_point),
+                                        dtype=dtype)
+    out.set_(carrier.storage().untyped(), 0, carrier.shape, carrier.stride())
+    out._lucidq_codes = (codes, out.data_ptr())
+    return out

@@ -18,22 +18,14 @@ from torch import nn
 
 from .. import _lucidq
 from ..checkpoint import load_quantized_tensor, load_safetensors, save_safetensors
-from ..weight_only import WeightOnlyLinear
-from . import quantized as q
-from .quantized import activation as _act
-from .quantized import dynamic as _dynamic
-from .quantized import weight_only as _weight_only
+from . import mappings
+from .quantized._state import (
+    declared_types, decode_module, encode_module, float_shapes, param_shape,
+)
 
 __all__ = ["save_quantized", "load_quantized"]
 
 MODEL_KEY = "lucidq.model"
-_ACTIVATION_ARGS = ("alpha", "negative_slope", "approximate", "inplace")
-_LOOKUPS = {cls.__name__: cls for cls in (
-    _act.Sigmoid, _act.Hardsigmoid, _act.Tanh, _act.Hardswish, _act.ELU, _act.LeakyReLU,
-    _act.GELU, _act.SiLU)}
-_STATIC_LINEAR = {"Linear": q.Linear, "LinearReLU": q.LinearReLU}
-_CONVS = {"Conv1d": q.Conv1d, "Conv2d": q.Conv2d, "ConvReLU2d": q.ConvReLU2d}
-_POOL_ARGS = ("kernel_size", "stride", "padding", "dilation", "ceil_mode")
 
 
 def _tensor_metadata(name, qt, original_dtype="F32"):
@@ -58,16 +50,6 @@ def _tensor_metadata(name, qt, original_dtype="F32"):
     return json.dumps(entry, separators=(",", ":"))
 
 
-def _param_shape(qt):
-    p, shape = qt.qparams, list(qt.shape)
-    if not p.qscheme.is_per_channel:
-        return []
-    if p.group_size:
-        shape[p.ch_axis] = -(-shape[p.ch_axis] // p.group_size)
-        return shape
-    return [shape[p.ch_axis]]
-
-
 def _code_array(qt):
     storage = np.asarray(qt.storage)
     if qt.qparams.qdtype.bits < 8:
@@ -77,7 +59,7 @@ def _code_array(qt):
 
 def _add_quantized(tensors, metadata, name, qt):
     tensors[name] = _code_array(qt)
-    shape = _param_shape(qt)
+    shape = param_shape(qt)
     tensors[f"{name}.scale"] = np.asarray(qt.qparams.scale, np.float32).reshape(shape)
     if not qt.qparams.qscheme.is_symmetric:
         zp_type = np.int8 if qt.qparams.qdtype.is_signed else np.uint8
@@ -85,69 +67,18 @@ def _add_quantized(tensors, metadata, name, qt):
     metadata[f"lucidq.tensor.{name}"] = _tensor_metadata(name, qt)
 
 
-def _grid(module):
-    return {"scale": module.scale, "zero_point": module.zero_point, "qdtype": module.qdtype.name}
-
-
 def _describe(path, module, tensors, metadata):
     """The JSON description of a lucidq module (adding its tensors), or None for other modules."""
-    kind = type(module)
-    if kind in (q.Linear, q.LinearReLU):
-        _add_quantized(tensors, metadata, f"{path}.weight", module.packed_weight.to_quantized())
-        if module.bias is not None:
-            tensors[f"{path}.bias"] = module.bias
-        return {"type": kind.__name__, **_grid(module)}
-    if kind is _dynamic.Linear:
-        layer = module.layer
-        _add_quantized(tensors, metadata, f"{path}.weight", layer.packed_weight.to_quantized())
-        if layer.bias is not None:
-            tensors[f"{path}.bias"] = layer.bias
-        return {"type": "DynamicLinear", "per_row": layer.per_row, "qdtype": layer.qdtype.name}
-    if kind is _weight_only.Linear:
-        layer = module.layer
-        _add_quantized(tensors, metadata, f"{path}.weight", layer.to_quantized())
-        if layer.bias is not None:
-            tensors[f"{path}.bias"] = layer.bias
-        return {"type": "WeightOnlyLinear", "scale_type": layer.format["scale_type"],
-                "activations": layer.activations}
-    if kind in _CONVS.values():
-        codes = module.packed_weight.unpack()  # [C_out, C_in / groups, KH, KW]
-        if kind is q.Conv1d:
-            codes = codes[:, :, 0, :]
-        scales = module.packed_weight.scales
-        qparams = _lucidq.QParams.per_channel(scales, np.zeros(len(scales), np.int32), 0,
-                                              _lucidq.qint8, "per_channel_symmetric")
-        weight = _lucidq.QuantizedTensor(codes.shape, qparams, codes.view(np.uint8).ravel())
-        _add_quantized(tensors, metadata, f"{path}.weight", weight)
-        if module.bias is not None:
-            tensors[f"{path}.bias"] = module.bias
-        return {"type": kind.__name__, **_grid(module), "stride": list(module.stride),
-                "padding": module.padding if isinstance(module.padding, str) else
-                list(module.padding), "dilation": list(module.dilation),
-                "groups": module.packed_weight.groups}
-    if kind in (q.Embedding, q.EmbeddingBag):
-        tensors[f"{path}.prepacked"] = module.table.prepacked()  # torch's prepacked rows
-        entry = {"type": kind.__name__, "bits": module.table.bits, "dim": module.table.dim,
-                 "padding_idx": module.padding_idx}
-        if kind is q.EmbeddingBag:
-            entry.update(mode=module.mode, include_last_offset=module.include_last_offset)
-        return entry
-    if kind is q.MaxPool2d:
-        m = module.float_module
-        return {"type": "MaxPool2d", "args": {k: getattr(m, k) for k in _POOL_ARGS}}
-    if kind is q.Quantize:
-        return {"type": "Quantize", **_grid(module)}
-    if kind is q.DeQuantize:
-        return {"type": "DeQuantize"}
-    if isinstance(module, (q.ReLU, _act._Lookup)):
-        entry = {"type": kind.__name__}
-        if isinstance(module, _act._Lookup):
-            entry.update(_grid(module))
-        args = {k: getattr(module.float_module, k) for k in _ACTIVATION_ARGS
-                if hasattr(module.float_module, k)}
-        entry["args"] = args
-        return entry
-    return None
+    encoded = encode_module(module)
+    if encoded is None:
+        return None
+    kind, arrays, settings = encoded
+    for name, value in arrays.items():
+        if isinstance(value, _lucidq.QuantizedTensor):
+            _add_quantized(tensors, metadata, f"{path}.{name}", value)
+        else:
+            tensors[f"{path}.{name}"] = value
+    return {"type": kind, **settings}
 
 
 def save_quantized(model, path, overwrite=False):
@@ -174,67 +105,84 @@ def save_quantized(model, path, overwrite=False):
     save_safetensors(os.fspath(path), tensors, metadata=metadata, overwrite=overwrite)
 
 
-def _rebuild(path, entry, file, tensors):
+def _saved_arrays(path, file, tensors, metadata, companions):
+    """{name: NumPy array or QuantizedTensor} saved for the lucidq module at `path`."""
+    prefix, arrays = f"{path}.", {}
+    for key, value in tensors.items():
+        if key.startswith(prefix) and key not in companions:
+            quantized = f"lucidq.tensor.{key}" in metadata
+            arrays[key[len(prefix):]] = load_quantized_tensor(file, key) if quantized else value
+    return arrays
+
+
+def _companions(metadata):
+    """The names of the scale and zero-point tensors of the file's quantized tensors."""
+    names = set()
+    for key, value in metadata.items():
+        if key.startswith("lucidq.tensor."):
+            entry = json.loads(value)
+            names.update(entry[k] for k in ("scale", "zero_point") if k in entry)
+    return names
+
+
+def _float_param(module, name):
+    """The float tensor `name` of a float (or fused: its first part) module, or None."""
+    value = getattr(module, name, None)
+    if value is None and isinstance(module, nn.Sequential) and len(module):
+        value = getattr(module[0], name, None)
+    return value if isinstance(value, torch.Tensor) else None
+
+
+def _sources(cls):
+    """The float, QAT and fused types that convert to quantized type cls."""
+    tables = (mappings.static_mapping(), mappings.dynamic_mapping(),
+              mappings.weight_only_mapping())
+    return {source for table in tables for source, target in table.items() if target is cls}
+
+
+def _check_module(file, name, entry, arrays, current):
+    """Refuses a model module `current` that the saved module cannot replace: another type, or
+    other shapes (both named)."""
     kind = entry["type"]
-    bias = tensors.get(f"{path}.bias")
-    if kind in _STATIC_LINEAR or kind == "DynamicLinear":
-        weight = load_quantized_tensor(file, f"{path}.weight")
-        codes = weight.int_repr().astype(np.int8)
-        packed = _lucidq.PackedWeightsInt8.pack(codes, np.asarray(weight.qparams.scale, np.float32))
-        if kind == "DynamicLinear":
-            module = _dynamic.Linear(packed, bias, per_row=entry["per_row"],
-                                     qdtype=_lucidq.QDtype(entry["qdtype"]))
-        else:
-            module = _STATIC_LINEAR[kind](packed, bias, entry["scale"], entry["zero_point"],
-                                          _lucidq.QDtype(entry["qdtype"]))
-    elif kind == "WeightOnlyLinear":
-        weight = load_quantized_tensor(file, f"{path}.weight")
-        layer = WeightOnlyLinear.from_quantized(weight, bias, entry["activations"])
-        module = _weight_only.Linear(layer)
-    elif kind in _CONVS:
-        weight = load_quantized_tensor(file, f"{path}.weight")
-        codes = weight.int_repr().astype(np.int8)
-        if kind == "Conv1d":
-            codes = codes[:, :, None, :]
-        packed = _lucidq.PackedConvWeights.pack(
-            codes, np.asarray(weight.qparams.scale, np.float32), groups=entry["groups"])
-        padding = entry["padding"]
-        module = _CONVS[kind](packed, bias, tuple(entry["stride"]),
-                              padding if isinstance(padding, str) else tuple(padding),
-                              tuple(entry["dilation"]), entry["scale"], entry["zero_point"],
-                              _lucidq.QDtype(entry["qdtype"]))
-    elif kind in ("Embedding", "EmbeddingBag"):
-        table = _lucidq.QuantizedEmbeddingTable.from_prepacked(
-            tensors[f"{path}.prepacked"], entry["dim"], entry["bits"])
-        if kind == "Embedding":
-            module = q.Embedding(table, entry["padding_idx"])
-        else:
-            module = q.EmbeddingBag(table, entry["mode"], entry["include_last_offset"],
-                                    entry["padding_idx"])
-    elif kind == "MaxPool2d":
-        module = q.MaxPool2d(nn.MaxPool2d(**entry["args"]))
-    elif kind == "Quantize":
-        module = q.Quantize(entry["scale"], entry["zero_point"], _lucidq.QDtype(entry["qdtype"]))
-    elif kind == "DeQuantize":
-        module = q.DeQuantize()
-    elif kind in ("ReLU", "ReLU6"):
-        float_type = getattr(nn, kind)
-        module = getattr(q, kind)(float_type(**entry["args"]))
-    elif kind in _LOOKUPS:
-        float_module = getattr(nn, kind)(**entry["args"])
-        module = _LOOKUPS[kind](float_module, entry["scale"], entry["zero_point"],
-                                _lucidq.QDtype(entry["qdtype"]))
+    cls = declared_types().get(kind)
+    if cls is None:
+        raise _lucidq.Error(f"load_quantized: {file}: module {name!r} has unknown type {kind!r}")
+    where = f"load_quantized: {file}: module {name!r}"
+    sources = _sources(cls)
+    if type(current) is not cls and type(current) not in sources:
+        expected = sorted({f"{t.__module__}.{t.__qualname__}" for t in sources})
+        raise _lucidq.Error(
+            f"{where} is a {kind} in the checkpoint but a {type(current).__qualname__} in the "
+            f"model (expected a {cls.__qualname__} or a module converting to it: "
+            f"{', '.join(expected) or 'none'})")
+    saved = float_shapes(kind, arrays, entry)
+    if type(current) is cls:
+        _, own_arrays, own_settings = encode_module(current)
+        model = float_shapes(kind, own_arrays, own_settings)
     else:
-        raise _lucidq.Error(f"load_quantized: {file}: module {path!r} has unknown type {kind!r}")
-    module._lucidq_path = path or "<model>"
-    return module
+        model = {key: tuple(value.shape) for key in ("weight", "bias", *saved)
+                 if (value := _float_param(current, key)) is not None}
+    for key in [*saved, *(key for key in model if key not in saved)]:
+        if key in saved and key in model:
+            if saved[key] != model[key]:
+                raise _lucidq.Error(f"{where}: {key} has shape {list(saved[key])} in the "
+                                    f"checkpoint but {list(model[key])} in the model")
+        elif key == "bias" and key in saved and type(current) is not cls:
+            continue  # a float conv without bias whose BatchNorm the saved bias folds in
+        else:
+            side, other = ("checkpoint", "model") if key in saved else ("model", "checkpoint")
+            shape = list(saved.get(key, model.get(key)))
+            raise _lucidq.Error(f"{where}: the {side} has {key} of shape {shape}, the {other} "
+                                "has none")
 
 
 def load_quantized(path, model):
     """Puts the modules saved in `path` back into `model` (in place; returned): a model with
     the same module paths as the saved one, e.g. the float model after the same fuse_modules
-    call, before prepare. Float parameters and buffers saved for the other modules are copied
-    in. Raises lucidq.Error naming the file and module path on any mismatch."""
+    call, before prepare, or a model converted the same way. Float parameters and buffers
+    saved for the other modules are copied in. Checks everything before changing the model:
+    raises lucidq.Error naming the file and module path when a module is missing on either
+    side (naming the side), has another type, or a tensor has another shape (both shapes)."""
     file = os.fspath(path)
     tensors, metadata = load_safetensors(file, with_metadata=True)
     if MODEL_KEY not in metadata:
@@ -242,26 +190,49 @@ def load_quantized(path, model):
                             "file written by save_quantized)")
     described = json.loads(metadata[MODEL_KEY])
     modules = dict(model.named_modules())
-    for name in described:
-        if name not in modules:
-            raise _lucidq.Error(f"load_quantized: {file} has module {name!r}, which the model "
-                                f"({type(model).__name__}) does not have")
+    companions = _companions(metadata)
+    replacements = {}
     for name, entry in described.items():
         if name == "":
             raise _lucidq.Error(f"load_quantized: {file}: the whole model is one module "
                                 "(expected a model with submodules)")
-        new = _rebuild(name, entry, file, tensors)
+        if name not in modules:
+            raise _lucidq.Error(
+                f"load_quantized: {file} has module {name!r} ({entry['type']}), which the model "
+                f"({type(model).__name__}) lacks")
+        arrays = _saved_arrays(name, file, tensors, metadata, companions)
+        _check_module(file, name, entry, arrays, modules[name])
+        settings = {key: value for key, value in entry.items() if key != "type"}
+        try:
+            new = decode_module(entry["type"], arrays, settings)
+        except (_lucidq.Error, KeyError, TypeError) as error:
+            raise _lucidq.Error(f"load_quantized: {file}: module {name!r}: {error}") from None
+        new._lucidq_path = name
+        replacements[name] = new
+
+    def replaced(key):
+        return any(key.startswith(f"{name}.") for name in replacements)
+
+    state = {key: value for key, value in [*model.named_parameters(), *model.named_buffers()]
+             if not replaced(key)}
+    saved = {key: value for key, value in tensors.items()
+             if not replaced(key) and key not in companions}
+    for key in sorted(set(state) | set(saved)):
+        if key not in state or key not in saved:
+            sides = ["the checkpoint", f"the model ({type(model).__name__})"]
+            side, other = sides if key in saved else sides[::-1]
+            module = key.rpartition(".")[0] or "<model>"
+            raise _lucidq.Error(f"load_quantized: {file}: {side} has tensor {key!r} (module "
+                                f"{module!r}), which {other} lacks")
+        if tuple(state[key].shape) != saved[key].shape:
+            raise _lucidq.Error(f"load_quantized: {file}: {key!r} has shape "
+                                f"{list(saved[key].shape)} in the checkpoint but "
+                                f"{list(state[key].shape)} in the model")
+    for name, new in replacements.items():
         parent, _, leaf = name.rpartition(".")
         setattr(modules[parent] if parent else model, leaf, new)
-    state = dict(model.named_parameters())
-    state.update(dict(model.named_buffers()))
     with torch.no_grad():
-        for key, value in tensors.items():
-            if key in state:
-                target = state[key]
-                if tuple(target.shape) != value.shape:
-                    raise _lucidq.Error(f"load_quantized: {file}: {key!r} has shape {value.shape} "
-                                        f"but the model's has {tuple(target.shape)}")
-                target.copy_(torch.from_numpy(np.ascontiguousarray(value)))
+        for key, value in saved.items():
+            state[key].copy_(torch.from_numpy(np.ascontiguousarray(value)))
     model.eval()
     return model

@@ -2,7 +2,7 @@
 
 Before convert they are identities (prepare observes the QuantStub's output, which is the
 network input; under QAT its fake quantizer runs there). convert swaps them for
-quantized.Quantize (float -> QTensor) and quantized.DeQuantize (QTensor -> float).
+quantized.Quantize (float -> quantized tensor) and quantized.DeQuantize (quantized -> float).
 """
 
 import torch

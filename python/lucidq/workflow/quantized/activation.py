@@ -1,4 +1,4 @@
-"""Activations on QTensor codes: ReLU / ReLU6 clamp the codes; the others map each code onto their output grid.
+"""Activations on quantized codes: ReLU / ReLU6 clamp the codes; the others map each code onto their output grid.
 
 An elementwise f on 8-bit codes has only 256 inputs, so Sigmoid, Tanh, Hardswish, ... are one
 table lookup per element: table[c] = quantize_out(f(dequantize_in(c))), built with lucidq's
@@ -17,8 +17,9 @@ from torch import nn
 from ... import _lucidq
 from .._observed import qparams_of
 from .._paths import label
-from ..qtensor import QTensor, as_qtensor
+from ..qtensor import codes_of, wrap_codes
 from ._io import float_array
+from ._state import QuantizedState
 
 __all__ = [
     "ReLU", "ReLU6", "Sigmoid", "Hardsigmoid", "Tanh", "Hardswish", "ELU", "LeakyReLU", "GELU",
@@ -26,7 +27,7 @@ __all__ = [
 ]
 
 
-class ReLU(nn.Module):
+class ReLU(QuantizedState, nn.Module):
     """max(code, zero_point): the output keeps the input's grid (as torch's ReLU on quint8)."""
 
     OBSERVES_OUTPUT = False
@@ -47,11 +48,11 @@ class ReLU(nn.Module):
     def forward(self, x):
         if isinstance(x, torch.Tensor) and not x.is_quantized:
             return self.float_module(x)
-        q = as_qtensor(x, self)
+        q = codes_of(x, self)
         lo, hi = self._bounds(q)
-        codes = q.numpy_codes()
+        codes = q.array
         out = np.clip(codes, codes.dtype.type(lo), codes.dtype.type(hi))
-        return QTensor.from_numpy(out, q.scale, q.zero_point, q.qdtype)
+        return wrap_codes(out, q.scale, q.zero_point, q.qdtype)
 
 
 class ReLU6(ReLU):
@@ -62,7 +63,7 @@ class ReLU6(ReLU):
         return q.zero_point, min(q.qdtype.quant_max, six)
 
 
-class _Lookup(nn.Module):
+class _Lookup(QuantizedState, nn.Module):
     """f applied through a 256-entry table from the input grid to the output grid."""
 
     FIXED = None  # (scale, zero_point) of a fixed quint8 output grid, or None: calibrated
@@ -110,10 +111,9 @@ class _Lookup(nn.Module):
     def forward(self, x):
         if isinstance(x, torch.Tensor) and not x.is_quantized:
             return self.float_module(x)
-        q = as_qtensor(x, self)
-        codes = q.numpy_codes()
-        out = self._table(q)[codes.view(np.uint8)]
-        return QTensor.from_numpy(out, self.scale, self.zero_point, self.qdtype)
+        q = codes_of(x, self)
+        out = self._table(q)[q.array.view(np.uint8)]
+        return wrap_codes(out, self.scale, self.zero_point, self.qdtype)
 
     def extra_repr(self):
         return f"scale={self.scale:.6g}, zero_point={self.zero_point}, qdtype={self.qdtype.name}"

@@ -1,10 +1,11 @@
-"""Static W8A8 Conv1d, Conv2d and ConvReLU2d: 8-bit codes in, 8-bit codes out, on lucidq.conv2d.
+"""Static W8A8 Conv1d, Conv2d, ConvReLU1d, ConvReLU2d: 8-bit codes in and out, on lucidq.conv2d.
 
-Each call is one integer pass of lucidq.conv2d_requantize on the input QTensor's NCHW codes:
+Each call is one integer pass of lucidq.conv2d_requantize on the input's NCHW codes:
 acc = Σ (x − z_in) · w exact in int32 (padding reads as z_in, i.e. float zero), then
 out = clamp(nearbyint(acc · s_in·s_w[o]/s_out + bias[o]/s_out) + z_out), ReLU fused into the
-clamp for ConvReLU2d. Conv1d is the same with H = 1. Weights: int8 per output channel (the
-qconfig's weight observer), packed once (im2col GEMM, pointwise GEMM or depthwise kernel).
+clamp for ConvReLU1d / ConvReLU2d. Conv1d is the same with H = 1. Weights: int8 per output
+channel (the qconfig's weight observer), packed once (im2col GEMM, pointwise GEMM or
+depthwise kernel).
 """
 
 import numpy as np
@@ -13,11 +14,12 @@ from torch import nn
 from ... import _lucidq
 from .._observed import qparams_of
 from .._paths import label
-from ..qtensor import QTensor, as_qtensor
+from ..qtensor import codes_of, wrap_codes
 from ._io import float_bias
+from ._state import QuantizedState
 from ._weights import int8_codes
 
-__all__ = ["Conv1d", "Conv2d", "ConvReLU2d"]
+__all__ = ["Conv1d", "Conv2d", "ConvReLU1d", "ConvReLU2d"]
 
 
 def _pair(value):
@@ -31,7 +33,7 @@ def _conv_of(mod):
     return mod.conv if isinstance(getattr(mod, "conv", None), nn.Module) else mod
 
 
-class Conv2d(nn.Module):
+class Conv2d(QuantizedState, nn.Module):
     """Quantized counterpart of nn.Conv2d (torch.ao.nn.quantized.Conv2d), NCHW codes.
 
     packed: a lucidq.PackedConvWeights; bias: None or float32 [out_channels]; stride,
@@ -98,8 +100,8 @@ class Conv2d(nn.Module):
         return new
 
     def _codes(self, x):
-        q = as_qtensor(x, self)
-        codes = q.numpy_codes()
+        q = codes_of(x, self)
+        codes = q.array
         dims = self.SPATIAL_DIMS + 2
         if codes.ndim != dims or codes.shape[1] != self.in_channels:
             shape = "[B, C, L]" if dims == 3 else "[B, C, H, W]"
@@ -121,8 +123,7 @@ class Conv2d(nn.Module):
             raise _lucidq.Error(f"{label(self)}: {error}") from None
         if self.SPATIAL_DIMS == 1:
             out = out[:, :, 0, :]
-        return QTensor.from_numpy(np.ascontiguousarray(out), self.scale, self.zero_point,
-                                  self.qdtype)
+        return wrap_codes(out, self.scale, self.zero_point, self.qdtype)
 
     def weight_codes(self):
         """The int8 weight codes [C_out, C_in / groups, KH, KW] (a NumPy array)."""
@@ -148,3 +149,9 @@ class Conv1d(Conv2d):
     """Quantized nn.Conv1d: [B, C, L] codes, computed as conv2d with H = 1."""
 
     SPATIAL_DIMS = 1
+
+
+class ConvReLU1d(Conv1d):
+    """Quantized fused Conv1d + ReLU (the ReLU is the requantization clamp from zero_point)."""
+
+    RELU = True

@@ -1,19 +1,24 @@
-"""Dynamic Linear: float in, float out; each row quantized on the fly (lucidq.linear_dynamic)."""
+"""Dynamic Linear: float in, float out; each row quantized on the fly (lucidq.linear_dynamic).
+
+The dynamic recurrent modules (dynamic_rnn.py) are re-exported here, so the names match
+torch.ao.nn.quantized.dynamic's: dynamic.Linear, dynamic.LSTM, dynamic.GRU, dynamic.LSTMCell,
+dynamic.GRUCell, dynamic.RNNCell."""
 
 import torch
 from torch import nn
 
 from ... import _lucidq
 from ...nn import DynamicQuantizedLinear
-from .._observed import qdtype_of
 from .._paths import label
-from ._io import float_array, float_bias, float_input
-from ._weights import int8_weight
+from ._dynamic_config import dynamic_product
+from ._io import float_input
+from ._state import QuantizedState
+from .dynamic_rnn import GRU, LSTM, GRUCell, LSTMCell, RNNCell
 
-__all__ = ["Linear"]
+__all__ = ["Linear", "LSTM", "GRU", "LSTMCell", "GRUCell", "RNNCell"]
 
 
-class Linear(nn.Module):
+class Linear(QuantizedState, nn.Module):
     """Counterpart of torch.ao.nn.quantized.dynamic.Linear over lucidq's DynamicQuantizedLinear.
 
     Activations: quantized per row (per token) by default, which is finer than torch's one
@@ -37,19 +42,9 @@ class Linear(nn.Module):
     def from_float(cls, mod):
         """From a float Linear whose qconfig is a DynamicConfig (or any QConfig: its weight
         observer quantizes the weight, its activation observer's dtype is the activation grid)."""
-        where = label(mod)
-        qconfig = mod.qconfig
         linear = mod[0] if isinstance(mod, nn.Sequential) else mod
-        weight_factory = getattr(qconfig, "weight", None)
-        if weight_factory is None:
-            packed = _lucidq.PackedWeightsInt8.quantize(float_array(linear.weight))
-        else:
-            packed = int8_weight(linear.weight, weight_factory(), where)
-        per_row = getattr(qconfig, "per_row", True)
-        qdtype = getattr(qconfig, "qdtype", None)
-        if qdtype is None:
-            qdtype = qdtype_of(qconfig.activation())
-        new = cls(packed, float_bias(linear.bias), per_row=per_row, qdtype=qdtype)
+        layer = dynamic_product(linear.weight, linear.bias, mod.qconfig, label(mod))
+        new = cls(layer.packed_weight, layer.bias, per_row=layer.per_row, qdtype=layer.qdtype)
         new._lucidq_path = getattr(mod, "_lucidq_path", None)
         return new
 

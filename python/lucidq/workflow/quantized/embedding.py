@@ -14,6 +14,7 @@ from torch import nn
 from ... import _lucidq
 from .._paths import label
 from ._io import float_array
+from ._state import QuantizedState
 
 __all__ = ["Embedding", "EmbeddingBag"]
 
@@ -40,7 +41,7 @@ def _indices(x, where):
     return x.detach().cpu().numpy().astype(np.int64, copy=False)
 
 
-class Embedding(nn.Module):
+class Embedding(QuantizedState, nn.Module):
     """Quantized nn.Embedding (torch.ao.nn.quantized.Embedding): indices in, float rows out."""
 
     OBSERVES_OUTPUT = False  # float rows out

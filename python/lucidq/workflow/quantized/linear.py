@@ -1,7 +1,7 @@
 """Static W8A8 Linear and LinearReLU: 8-bit codes in, 8-bit codes out, on lucidq's int8 GEMM.
 
 Each call is one integer pass (lucidq.gemm_requantize through nn.QuantizedLinear): the
-input QTensor's codes [..., K] (any leading axes, flattened to rows without a copy) times
+input's codes [..., K] (any leading axes, flattened to rows without a copy) times
 the packed int8 per-channel weights, requantized onto the calibrated output grid with the
 float bias folded in, ReLU fused into the clamp for LinearReLU. The input qparams come with
 the input (as in torch, where they travel on the quantized tensor); one QuantizedLinear is
@@ -14,14 +14,15 @@ from ... import _lucidq
 from ...nn import QuantizedLinear
 from .._observed import qparams_of
 from .._paths import label
-from ..qtensor import QTensor, as_qtensor
+from ..qtensor import codes_of, wrap_codes
 from ._io import float_bias
+from ._state import QuantizedState
 from ._weights import int8_weight
 
 __all__ = ["Linear", "LinearReLU"]
 
 
-class Linear(nn.Module):
+class Linear(QuantizedState, nn.Module):
     """Quantized counterpart of nn.Linear (torch.ao.nn.quantized.Linear).
 
     packed: a lucidq.PackedWeightsInt8 [out_features, in_features]; bias: None or float32
@@ -97,15 +98,15 @@ class Linear(nn.Module):
         return layer
 
     def forward(self, x):
-        q = x if type(x) is QTensor else as_qtensor(x, self)
-        codes = q._array
+        q = codes_of(x, self)
+        codes = q.array
         if codes.ndim < 1 or codes.shape[-1] != self._depth:
             raise _lucidq.Error(
                 f"{label(self)}: input has shape {tuple(codes.shape)} (expected [..., "
                 f"{self._depth}], in_features = {self._depth})"
             )
         out = self._layer(q).forward_codes(codes)
-        return QTensor.from_numpy(out, self.scale, self.zero_point, self.qdtype)
+        return wrap_codes(out, self.scale, self.zero_point, self.qdtype)
 
     def weight_codes(self):
         """The int8 weight codes [out_features, in_features] (a NumPy array)."""

@@ -1,22 +1,21 @@
-"""MaxPool2d on QTensor codes: the max of codes is the code of the max, so the grid is kept.
+"""MaxPool2d on quantized activations: the max of codes is the code of the max, so the grid is kept.
 
-Padding reads as −∞, as float max pooling. The codes are pooled as float32 (exact for 8-bit
-integers) with torch's max_pool2d, so every option of nn.MaxPool2d behaves as in float.
+Quantized activations are torch quantized tensors, so the pooling is torch's own quantized
+max_pool2d on the codes (exact: a max of integers), and every option of nn.MaxPool2d
+behaves as in float (padding reads as −∞). Float input (a part of the model left float)
+is pooled as float.
 """
 
 import copy
 
-import numpy as np
-import torch
-import torch.nn.functional as F
 from torch import nn
 
-from ..qtensor import QTensor, as_qtensor
+from ._state import QuantizedState
 
 __all__ = ["MaxPool2d"]
 
 
-class MaxPool2d(nn.Module):
+class MaxPool2d(QuantizedState, nn.Module):
     """Quantized nn.MaxPool2d (the output keeps the input's scale and zero point)."""
 
     OBSERVES_OUTPUT = False
@@ -32,12 +31,4 @@ class MaxPool2d(nn.Module):
         return new
 
     def forward(self, x):
-        if isinstance(x, torch.Tensor) and not x.is_quantized:
-            return self.float_module(x)
-        q = as_qtensor(x, self)
-        codes = torch.from_numpy(q.numpy_codes().astype(np.float32))
-        m = self.float_module
-        pooled = F.max_pool2d(codes, m.kernel_size, m.stride, m.padding, m.dilation,
-                              m.ceil_mode)
-        out = np.ascontiguousarray(pooled.numpy().astype(q.numpy_codes().dtype))
-        return QTensor.from_numpy(out, q.scale, q.zero_point, q.qdtype)
+        return self.float_module(x)

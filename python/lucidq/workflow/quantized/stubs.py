@@ -1,4 +1,4 @@
-"""Quantize (float -> QTensor, the converted QuantStub) and DeQuantize (QTensor -> float)."""
+"""Quantize (float -> quantized tensor, the converted QuantStub) and DeQuantize (quantized -> float)."""
 
 import numpy as np
 import torch
@@ -7,13 +7,14 @@ from torch import nn
 from ... import _lucidq
 from .._observed import qparams_of
 from .._paths import label
-from ..qtensor import QTensor, as_qtensor
+from ..qtensor import codes_of, wrap_codes
 from ._io import float_array
+from ._state import QuantizedState
 
 __all__ = ["Quantize", "DeQuantize"]
 
 
-class Quantize(nn.Module):
+class Quantize(QuantizedState, nn.Module):
     """Quantizes float input onto a fixed per-tensor grid with lucidq.quantize
     (round half to even of x * (1 / scale), as torch.quantize_per_tensor)."""
 
@@ -47,14 +48,15 @@ class Quantize(nn.Module):
         values = float_array(x)
         storage = np.asarray(_lucidq.quantize(values, self._qparams).storage)  # read-only view
         codes = storage.view(self._code_dtype).reshape(values.shape)
-        return QTensor.from_numpy(codes, self.scale, self.zero_point, self.qdtype)
+        return wrap_codes(codes, self.scale, self.zero_point, self.qdtype)
 
     def extra_repr(self):
         return f"scale={self.scale:.6g}, zero_point={self.zero_point}, qdtype={self.qdtype.name}"
 
 
-class DeQuantize(nn.Module):
-    """QTensor (or a torch quantized tensor) -> float32; float input passes through."""
+class DeQuantize(QuantizedState, nn.Module):
+    """Quantized tensor -> float32 scale * (code - zero_point), rounded once (bit for bit
+    lucidq.dequantize: code - zero_point is exact in float32); float input passes through."""
 
     OBSERVES_OUTPUT = False
 
@@ -67,4 +69,8 @@ class DeQuantize(nn.Module):
     def forward(self, x):
         if isinstance(x, torch.Tensor) and not x.is_quantized:
             return x
-        return as_qtensor(x, self).dequantize()
+        q = codes_of(x, self)
+        out = q.array.astype(np.float32)
+        out -= np.float32(q.zero_point)
+        out *= np.float32(q.scale)
+        return torch.from_numpy(out)

@@ -7,11 +7,12 @@ from ... import _lucidq
 from ...weight_only import WeightOnlyLinear
 from .._paths import label
 from ._io import float_array, float_bias, float_input
+from ._state import QuantizedState
 
 __all__ = ["Linear"]
 
 
-class Linear(nn.Module):
+class Linear(QuantizedState, nn.Module):
     """Float in, float out; the weight is stored group-wise in `bits` bits and decoded in the
     kernel (lucidq.weight_only_linear)."""
 
