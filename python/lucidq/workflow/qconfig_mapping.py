@@ -77,10 +77,15 @@ class QConfigMapping:
         return self
 
     def set_object_type(self, object_type, qconfig):
-        if not isinstance(object_type, type) or not issubclass(object_type, torch.nn.Module):
+        """object_type: a torch.nn.Module subclass; for graph mode (prepare_fx) also a function
+        (operator.add, torch.cat, F.relu) or a method name ("mean")."""
+        is_module_type = isinstance(object_type, type) and issubclass(object_type, torch.nn.Module)
+        is_function = callable(object_type) and not isinstance(object_type, type)
+        if not (is_module_type or is_function or isinstance(object_type, str)):
             raise ValueError(
                 f"QConfigMapping.set_object_type: {object_type!r} (expected a torch.nn.Module "
-                "subclass such as torch.nn.Linear)"
+                "subclass such as torch.nn.Linear, a function such as operator.add, or a method "
+                "name)"
             )
         self.object_type_qconfigs[object_type] = _check_qconfig(qconfig, "set_object_type")
         return self
@@ -115,7 +120,12 @@ class QConfigMapping:
 
     def qconfig_for(self, module_name, module):
         """The QConfig for `module` at dotted path `module_name` ("" = the root), or None."""
-        qconfig = self.object_type_qconfigs.get(type(module), self.global_qconfig)
+        return self.qconfig_for_object(module_name, type(module))
+
+    def qconfig_for_object(self, module_name, object_type):
+        """The QConfig for an object (module type, function or method name) inside the module
+        at `module_name`, with the same precedence."""
+        qconfig = self.object_type_qconfigs.get(object_type, self.global_qconfig)
         for pattern, regex_qconfig in self.module_name_regex_qconfigs.items():
             if re.match(pattern, module_name):
                 qconfig = regex_qconfig

@@ -1,0 +1,5 @@
+"""Graph mode (torch.fx): prepare_fx, prepare_qat_fx, convert_fx, fuse_fx, summary on unmodified float models."""
+
+from .quantize_fx import FxGraphModule, convert_fx, fuse_fx, prepare_fx, prepare_qat_fx
+
+__all__ = ["prepare_fx", "prepare_qat_fx", "convert_fx", "fuse_fx"]
