@@ -83,6 +83,7 @@ WORKFLOW_NAMES = (
     "prepare_qat_fx",
     "convert_fx",
     "fuse_fx",
+    "summary",
     # calibration.py: statistics of a model's Linears and their safetensors file
     "LinearStatistics",
     "collect_calibration_statistics",

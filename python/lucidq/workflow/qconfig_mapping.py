@@ -2,7 +2,9 @@
 
     QConfigMapping()
         .set_global(qconfig)                    every module not matched below
-        .set_object_type(nn.Linear, qconfig)    modules of exactly that type
+        .set_object_type(nn.Linear, qconfig)    modules of exactly that type (graph
+                                                mode: also functions, operator.add, and
+                                                torch.Tensor method names, "mean")
         .set_module_name_regex("enc.*", qc)     names matching (re.match; first
                                                 registered pattern wins)
         .set_module_name("enc.fc1", qconfig)    that module and its submodules
@@ -78,14 +80,15 @@ class QConfigMapping:
 
     def set_object_type(self, object_type, qconfig):
         """object_type: a torch.nn.Module subclass; for graph mode (prepare_fx) also a function
-        (operator.add, torch.cat, F.relu) or a method name ("mean")."""
+        (operator.add, torch.cat, F.relu) or a torch.Tensor method name ("mean")."""
         is_module_type = isinstance(object_type, type) and issubclass(object_type, torch.nn.Module)
         is_function = callable(object_type) and not isinstance(object_type, type)
-        if not (is_module_type or is_function or isinstance(object_type, str)):
+        is_method = isinstance(object_type, str) and hasattr(torch.Tensor, object_type)
+        if not (is_module_type or is_function or is_method):
             raise ValueError(
                 f"QConfigMapping.set_object_type: {object_type!r} (expected a torch.nn.Module "
-                "subclass such as torch.nn.Linear, a function such as operator.add, or a method "
-                "name)"
+                "subclass such as torch.nn.Linear, a function such as operator.add, or a "
+                "torch.Tensor method name such as 'mean')"
             )
         self.object_type_qconfigs[object_type] = _check_qconfig(qconfig, "set_object_type")
         return self

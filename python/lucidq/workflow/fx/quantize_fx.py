@@ -22,8 +22,9 @@ from ..convert import convert
 from ..dynamic import quantize_dynamic
 from ..prepare import _as_mapping, prepare, prepare_qat
 from ..qconfig_mapping import get_default_qat_qconfig_mapping, get_default_qconfig_mapping
+from ..mappings import dynamic_mapping
 from .fuse import fuse_graph
-from .rewrite import rewrite
+from .rewrite import is_dynamic, rewrite
 from .trace import custom_config_leaves, trace
 
 __all__ = ["prepare_fx", "prepare_qat_fx", "convert_fx", "fuse_fx", "FxGraphModule"]
@@ -136,9 +137,26 @@ def _prepare(model, qconfig_mapping, example_inputs, prepare_custom_config,
     fuse_graph(gm, qat=qat)
     _record_kinds(gm, example_inputs, fn)
     dynamic, states = rewrite(gm, qat=qat)
+    dynamic.update(_dynamic_inside_leaves(gm, mapping, dynamic))
     gm.lucidq_fx = {"dynamic": dynamic, "states": states}
+    if dynamic and all(m.qconfig is None for m in gm.modules()):
+        return gm  # dynamic entries only: nothing to observe
     (prepare_qat if qat else prepare)(gm, None, inplace=True)
     return gm
+
+
+def _dynamic_inside_leaves(gm, mapping, dynamic):
+    """{name: qconfig} of modules the graph does not call (inside leaf modules such as
+    nn.TransformerEncoderLayer) whose mapping entry is dynamic: quantize_dynamic needs no
+    graph, so they are quantized too."""
+    types = set(dynamic_mapping())
+    found = {}
+    for name, module in gm.named_modules():
+        if type(module) in types and name not in dynamic:
+            qconfig = mapping.qconfig_for(name, module)
+            if is_dynamic(qconfig):
+                found[name] = qconfig
+    return found
 
 
 def _set_node_qconfigs(gm, mapping, leaf_names, leaf_classes):

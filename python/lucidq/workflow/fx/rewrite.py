@@ -10,9 +10,9 @@ order from its qconfig (node.meta["lucidq_qconfig"]) and what it is:
 - x + y, x * y between tensors and torch.cat: a FloatFunctional (add, mul, cat; add followed
   by its only user ReLU: add_relu) wrapped in a module; inputs quantized, output observed;
 - x + c, x * c with a number c on a quantized x: add_scalar / mul_scalar (grid from x's);
-- anything else, any node whose qconfig is None, and the graph output: float; quantized
-  inputs pass through a DeQuantStub (one per producer), so dequantize / quantize pairs
-  appear only at float boundaries and never back to back.
+- anything else (modules giving tuples too), any node whose qconfig is None, and the graph
+  output: float; quantized inputs pass through a DeQuantStub (one per producer), so
+  dequantize / quantize pairs appear only at float boundaries and never back to back.
 Modules with a dynamic qconfig (nn.Linear, nn.LSTM, ...) stay float here and are listed in
 the returned plan for convert_fx's quantize_dynamic.
 """
@@ -158,13 +158,12 @@ class _Rewriter:
         return "q"
 
     def _as_functional(self, node, method, qconfig, args, dim=0):
-        name = self._add_module(node.name, Functional(method, dim), qconfig)
-        with self.graph.inserting_before(node):
-            call = self.graph.call_module(name, args)
-        call.meta = dict(node.meta)
-        node.replace_all_uses_with(call)
-        self.graph.erase_node(node)
-        return call
+        """node becomes, in place (same name), a call of a new Functional module."""
+        node.op = "call_module"
+        node.target = self._add_module(node.name, Functional(method, dim), qconfig)
+        node.args = args
+        node.kwargs = {}
+        return node
 
     def _binary(self, node, qconfig, method):
         if len(node.args) != 2 or node.kwargs:
@@ -222,7 +221,10 @@ class _Rewriter:
             self._float(node)
             return
         if kind not in ("float", "seq"):
-            self.state[node] = "o"  # sizes, shapes, integer tensors: inputs as they are
+            # sizes, shapes, integer tensors: inputs as they are, except modules (LSTM's tuple)
+            if node.op == "call_module":
+                self._float(node)
+            self.state[node] = "o"
             return
         if qconfig is None:
             self.state[node] = self._float(node)

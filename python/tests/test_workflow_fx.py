@@ -1,0 +1,241 @@
+"""Graph mode (prepare_fx / convert_fx) on unmodified float models, against torch.ao's FX mode.
+
+torchvision's float models (weights=None, fixed seed, BatchNorm statistics set from the
+calibration batches, 64 × 64 inputs) go through lucidq's prepare_fx → calibrate →
+convert_fx and torch.ao's, both with get_default_qconfig_mapping("onednn") and the same
+data: lucidq's SQNR against float is at most 1 dB below torch.ao's. Smaller models check
+the graph (fusion, add_relu, cat, scalar ops, float boundaries, dynamic entries), codes
+equal to eager mode on the same fused model, the errors, and accuracy on the digits.
+"""
+
+import copy
+import operator
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="the model workflow needs torch (python3-torch)")
+torchvision = pytest.importorskip("torchvision", reason="needs torchvision (python3-torchvision)")
+from torch import nn  # noqa: E402
+import torch.ao.quantization as tq  # noqa: E402
+from torch.ao.quantization import quantize_fx as tqfx  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from test_workflow_torchvision import calibrate, set_batch_norm_statistics, sqnr  # noqa: E402
+
+import lucidq  # noqa: E402
+from lucidq.workflow import quantized as LWQ  # noqa: E402
+from lucidq.workflow.fx.rewrite import Functional  # noqa: E402
+
+if "onednn" not in torch.backends.quantized.supported_engines:
+    pytest.skip("torch was built without the onednn engine", allow_module_level=True)
+
+MODELS = ["resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_large", "efficientnet_b0",
+          "regnet_x_400mf"]
+
+
+def torch_ao_fx(model, example, batches):
+    previous = torch.backends.quantized.engine
+    torch.backends.quantized.engine = "onednn"
+    try:
+        prepared = tqfx.prepare_fx(copy.deepcopy(model), tq.get_default_qconfig_mapping("onednn"),
+                                   (example,))
+        calibrate(prepared, batches)
+        return tqfx.convert_fx(prepared)
+    finally:
+        torch.backends.quantized.engine = previous
+
+
+def lucidq_fx(model, example, batches, mapping=None):
+    mapping = lucidq.get_default_qconfig_mapping("onednn") if mapping is None else mapping
+    prepared = lucidq.prepare_fx(model, mapping, (example,))
+    calibrate(prepared, batches)
+    return lucidq.convert_fx(prepared)
+
+
+def compare(model, batches, test):
+    """(lucidq's SQNR, torch.ao's SQNR, lucidq's summary, torch.ao's summary) on `test`."""
+    with torch.no_grad():
+        reference = model(test)
+    ours_model = lucidq_fx(model, batches[0], batches)
+    theirs_model = torch_ao_fx(model, batches[0], batches)
+    with torch.no_grad():
+        ours, theirs = sqnr(reference, ours_model(test)), sqnr(reference, theirs_model(test))
+    return ours, theirs, lucidq.summary(ours_model, (test,)), lucidq.summary(theirs_model, (test,))
+
+
+def no_back_to_back(converted):
+    """No DeQuantize whose result feeds a Quantize (dequantize / quantize pairs)."""
+    modules = dict(converted.named_modules())
+    for node in converted.graph.nodes:
+        if node.op == "call_module" and isinstance(modules[node.target], LWQ.DeQuantize):
+            for user in node.users:
+                if user.op == "call_module" and isinstance(modules[user.target], LWQ.Quantize):
+                    return False
+    return True
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_torchvision_float_model_within_1_db_of_torch_ao_fx(name, seed):
+    torch.manual_seed(seed)
+    model = getattr(torchvision.models, name)(weights=None)
+    generator = torch.Generator().manual_seed(seed + 1)
+    batches = [torch.randn(2, 3, 64, 64, generator=generator) for _ in range(2)]
+    test = torch.randn(4, 3, 64, 64, generator=generator)
+    set_batch_norm_statistics(model, batches)
+    model.eval()
+    ours, theirs, our_summary, their_summary = compare(model, batches, test)
+    print(f"{name}: SQNR lucidq FX {ours:.2f} dB, torch.ao FX {theirs:.2f} dB; nodes "
+          f"quantized / total: lucidq {our_summary.quantized}/{len(our_summary)}, torch.ao "
+          f"{their_summary.quantized}/{len(their_summary)}")
+    assert ours >= theirs - 1.0
+    assert our_summary.quantized >= 0.9 * len(our_summary)
+
+
+class Functions(nn.Module):
+    """Functional forms only: F.relu after a conv, x + y then relu, cat, scalar ops, mean."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 8, 3, padding=1)
+        self.conv2 = nn.Conv2d(8, 8, 3, padding=1)
+        self.conv3 = nn.Conv2d(16, 8, 1)
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):
+        y = F.relu(self.conv1(x))
+        z = torch.relu(self.conv2(y) + y)
+        z = self.conv3(torch.cat([z, y], 1)) * 0.5
+        return self.fc(z.mean((2, 3)))
+
+
+def test_functional_forms_fuse_and_quantize(seed):
+    torch.manual_seed(seed)
+    model = Functions().eval()
+    generator = torch.Generator().manual_seed(seed + 1)
+    batches = [torch.randn(4, 3, 16, 16, generator=generator) for _ in range(2)]
+    ours, theirs, summary, _ = compare(model, batches, batches[1])
+    print(f"SQNR lucidq FX {ours:.2f} dB, torch.ao FX {theirs:.2f} dB\n{summary}")
+    converted = lucidq_fx(model, batches[0], batches)
+    assert isinstance(converted.conv1, LWQ.ConvReLU2d)
+    methods = sorted(m.method for m in converted.modules() if isinstance(m, Functional))
+    assert methods == ["add_relu", "cat", "mul_scalar"]
+    assert all(isinstance(m.op, LWQ.QFunctional) for m in converted.modules()
+               if isinstance(m, Functional))
+    assert summary.quantized == len(summary) - 1  # all but the final dequantize
+    assert no_back_to_back(converted)
+    assert ours >= theirs - 1.0
+
+
+def test_mapping_none_keeps_nodes_float(seed):
+    torch.manual_seed(seed)
+    model = Functions().eval()
+    x = torch.randn(2, 3, 16, 16)
+    mapping = (lucidq.get_default_qconfig_mapping("onednn")
+               .set_object_type(operator.add, None).set_module_name("fc", None))
+    converted = lucidq_fx(model, x, [x], mapping)
+    assert type(converted.fc) is nn.Linear
+    adds = [n for n in converted.graph.nodes if n.target is operator.add]
+    assert len(adds) == 1
+    assert all(isinstance(converted.get_submodule(a.target), LWQ.DeQuantize)
+               for a in adds[0].all_input_nodes)
+    assert no_back_to_back(converted)
+    with torch.no_grad():
+        assert sqnr(model(x), converted(x)) > 15.0
+
+
+class Plain(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.bn = nn.BatchNorm2d(8)
+        self.relu = nn.ReLU()
+        self.fc = nn.Linear(8 * 6 * 6, 16)
+        self.relu2 = nn.ReLU()
+        self.out = nn.Linear(16, 5)
+
+    def forward(self, x):
+        x = self.relu(self.bn(self.conv(x)))
+        return self.out(self.relu2(self.fc(torch.flatten(x, 1))))
+
+
+def test_codes_equal_eager_mode_on_the_fused_model(seed):
+    torch.manual_seed(seed)
+    model = Plain()
+    generator = torch.Generator().manual_seed(seed + 1)
+    batches = [torch.randn(8, 3, 8, 8, generator=generator) for _ in range(2)]
+    set_batch_norm_statistics(model, batches)
+    model.eval()
+    qconfig = lucidq.get_default_qconfig("onednn")
+    graph = lucidq_fx(model, batches[0], batches, lucidq.QConfigMapping().set_global(qconfig))
+    fused = lucidq.fuse_modules(model, [["conv", "bn", "relu"], ["fc", "relu2"]])
+    eager = lucidq.prepare(lucidq.QuantWrapper(fused), qconfig)
+    calibrate(eager, batches)
+    eager = lucidq.convert(eager)
+    assert isinstance(graph.conv, LWQ.ConvReLU2d) and isinstance(graph.fc, LWQ.LinearReLU)
+    with torch.no_grad():
+        assert torch.equal(graph(batches[1]), eager(batches[1]))
+    assert str(lucidq.fuse_fx(model).conv) == str(fused.conv)
+
+
+class Shapes(nn.Module):
+    def forward(self, x):
+        n, c, h, w = x.size()
+        return x.view(n, c, h * w).mean(2)
+
+
+class Untraceable(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.shapes = Shapes()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(self.shapes(self.conv(x)))
+
+
+def test_untraceable_model_names_the_call_and_the_way_out():
+    model = Untraceable().eval()
+    x = torch.randn(2, 3, 8, 8)
+    mapping = lucidq.get_default_qconfig_mapping("onednn")
+    with pytest.raises(lucidq.Error, match=r'cannot trace Untraceable .*module "shapes" '
+                       r"\(Shapes\).*n, c, h, w = x.size\(\).*non_traceable_module_name"):
+        lucidq.prepare_fx(model, mapping, (x,))
+    prepared = lucidq.prepare_fx(model, mapping, (x,),
+                                 {"non_traceable_module_name": ["shapes"]})
+    prepared(x)
+    converted = lucidq.convert_fx(prepared)
+    assert type(converted.shapes) is Shapes
+    assert isinstance(converted.conv, LWQ.Conv2d) and isinstance(converted.fc, LWQ.Linear)
+    with torch.no_grad():
+        assert sqnr(model(x), converted(x)) > 15.0
+
+
+def test_errors_name_the_module():
+    model = Plain().eval()
+    x = torch.randn(2, 3, 8, 8)
+    mapping = lucidq.get_default_qconfig_mapping("onednn")
+    with pytest.raises(lucidq.Error, match=r'convert_fx: QuantStub "x_quant".*saw no data'):
+        lucidq.convert_fx(lucidq.prepare_fx(model, mapping, (x,)))
+    with pytest.raises(lucidq.Error, match=r"'encoder' not found in the model"):
+        lucidq.prepare_fx(model, copy.deepcopy(mapping).set_module_name("encoder", None), (x,))
+    with pytest.raises(lucidq.Error, match=r"example_inputs is a Tensor"):
+        lucidq.prepare_fx(model, mapping, x)
+    with pytest.raises(lucidq.Error, match=r"was not prepared by lucidq's prepare_fx"):
+        lucidq.convert_fx(torch.fx.symbolic_trace(model))
+
+
+def test_dynamic_entries_quantize_linears_inside_a_transformer(seed):
+    torch.manual_seed(seed)
+    layer = nn.TransformerEncoderLayer(32, 4, dim_feedforward=64)
+    model = nn.Sequential(nn.TransformerEncoder(layer, 2), nn.Linear(32, 8)).eval()
+    x = torch.randn(5, 3, 32, generator=torch.Generator().manual_seed(seed + 1))
+    mapping = lucidq.QConfigMapping().set_object_type(nn.Linear, lucidq.default_dynamic_qconfig)
+    prepared = lucidq.prepare_fx(model, mapping, (x,))
+    converted = lucidq.convert_fx(prepared)
+    dynamic = [n for n, m in converted.named_modules() if isinstance(m, LWQ.dynamic.Linear)]
+    assert len(dynamic) == 5, dynamic  # linear1, linear2 of both layers and the head
+    with torch.no_grad():
+        quality = sqnr(model(x), converted(x))
+    print(f"dynamic transformer: SQNR {quality:.2f} dB")
+    assert quality > 25.0
