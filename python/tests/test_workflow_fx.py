@@ -239,3 +239,81 @@ def test_dynamic_entries_quantize_linears_inside_a_transformer(seed):
         quality = sqnr(model(x), converted(x))
     print(f"dynamic transformer: SQNR {quality:.2f} dB")
     assert quality > 25.0
+
+
+class DigitsBlock(nn.Module):
+    def __init__(self, channels):
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(channels)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(channels)
+
+    def forward(self, x):
+        y = F.relu(self.bn1(self.conv1(x)))
+        return F.relu(self.bn2(self.conv2(y)) + x)
+
+
+class DigitsResNet(nn.Module):
+    """The residual digits CNN of test_workflow_resnet_digits, written as a float model:
+    no stubs, `x + y` for the skips, torch.flatten."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 16, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(16)
+        self.block1 = DigitsBlock(16)
+        self.block2 = DigitsBlock(16)
+        self.pool = nn.AvgPool2d(2)
+        self.fc = nn.Linear(16 * 4 * 4, 10)
+
+    def forward(self, x):
+        x = F.relu(self.bn(self.conv(x)))
+        x = self.pool(self.block2(self.block1(x)))
+        return self.fc(torch.flatten(x, 1))
+
+
+@pytest.fixture(scope="module")
+def digits():
+    pytest.importorskip("sklearn.datasets", reason="the digits come with scikit-learn")
+    from digits import accuracy, load_split, train
+
+    data = load_split((1, 8, 8))
+    seed = 0
+    print(f"\ntraining seed={seed}")
+    torch.manual_seed(seed)
+    model = train(DigitsResNet(), data, epochs=5, lr=3e-3, seed=seed).eval()
+    score = accuracy(model, data)
+    print(f"float ResNet accuracy {score:.2f} %")
+    assert score >= 95.0
+    return model, score, data
+
+
+def test_digits_resnet_fx_ptq(digits):
+    from digits import accuracy, report
+
+    model, float_score, data = digits
+    prepared = lucidq.prepare_fx(model, lucidq.get_default_qconfig_mapping("onednn"),
+                                 (data["train"][0][:2],))
+    calibrate(prepared, [data["train"][0]])
+    quantized = lucidq.convert_fx(prepared)
+    assert isinstance(quantized.block1.conv1, LWQ.ConvReLU2d)
+    assert [m.method for m in quantized.modules() if isinstance(m, Functional)] == [
+        "add_relu", "add_relu"]
+    assert report("ResNet FX PTQ int8", accuracy(quantized, data), float_score, 0.5) <= 0.5
+
+
+def test_digits_resnet_fx_qat(digits):
+    from digits import accuracy, report, train
+    from lucidq.workflow import qat as LWQAT
+
+    model, float_score, data = digits
+    prepared = lucidq.prepare_qat_fx(copy.deepcopy(model).train(),
+                                     lucidq.get_default_qat_qconfig_mapping("onednn"),
+                                     (data["train"][0][:2],))
+    assert isinstance(prepared.block1.conv1, LWQAT.ConvBnReLU2d)
+    train(prepared, data, epochs=3, lr=5e-4, seed=1,
+          on_epoch=lambda m, epoch: epoch == 2 and m.apply(LWQAT.freeze_bn_stats))
+    quantized = lucidq.convert_fx(prepared.eval())
+    assert isinstance(quantized.block2.conv2, LWQ.Conv2d)
+    assert report("ResNet FX QAT int8", accuracy(quantized, data), float_score, 0.3) <= 0.3

@@ -51,13 +51,14 @@ def _set_submodule(gm, name, module):
     setattr(gm.get_submodule(parent) if parent else gm, leaf, module)
 
 
-def _replace_chain(gm, nodes, module):
+def _replace_chain(gm, nodes, module, erased):
     """nodes[0]'s module becomes `module`; the later nodes' results are nodes[0]'s."""
     module.train(gm.get_submodule(nodes[0].target).training)
     _set_submodule(gm, nodes[0].target, module)
     nodes[-1].replace_all_uses_with(nodes[0])
     for node in reversed(nodes[1:]):
         gm.graph.erase_node(node)
+        erased.add(node)
 
 
 def _relu_after(node, modules):
@@ -76,11 +77,12 @@ def fuse_graph(gm, qat=False):
         if node.op == "call_module":
             calls[node.target] = calls.get(node.target, 0) + 1
     count = 0
+    erased = set()
     for node in list(gm.graph.nodes):
-        if node.op != "call_module" or calls.get(node.target) != 1:
+        if node in erased or node.op != "call_module" or calls.get(node.target) != 1:
             continue
         modules = dict(gm.named_modules())
-        first = modules[node.target]
+        first = gm.get_submodule(node.target)
         kind = type(first)
         if kind not in _BATCH_NORM_OF:
             continue
@@ -89,7 +91,7 @@ def fuse_graph(gm, qat=False):
         if bn is not None and calls.get(bn_node.target) != 1:
             bn = None
         if bn is not None and not qat and not bn.training:
-            _replace_chain(gm, [node, bn_node], fold_batch_norm(first, bn))
+            _replace_chain(gm, [node, bn_node], fold_batch_norm(first, bn), erased)
             count += 1
             bn_node = None
         if bn is not None and qat:  # BatchNorm kept in the fused unit
@@ -97,15 +99,17 @@ def fuse_graph(gm, qat=False):
                 continue
             relu = _relu_after(bn_node, modules) if kind is nn.Conv2d else None
             if relu is not None:
-                _replace_chain(gm, [node, bn_node, relu], fused.ConvBnReLU2d(first, bn, nn.ReLU()))
+                _replace_chain(gm, [node, bn_node, relu],
+                               fused.ConvBnReLU2d(first, bn, nn.ReLU()), erased)
             else:
-                _replace_chain(gm, [node, bn_node], _QAT_BN_FUSED[kind](first, bn))
+                _replace_chain(gm, [node, bn_node], _QAT_BN_FUSED[kind](first, bn), erased)
             count += 1
             continue
         modules = dict(gm.named_modules())
         relu = _relu_after(node, modules) if kind in _RELU_FUSED else None
         if relu is not None:
-            _replace_chain(gm, [node, relu], _RELU_FUSED[kind](modules[node.target], nn.ReLU()))
+            _replace_chain(gm, [node, relu],
+                           _RELU_FUSED[kind](gm.get_submodule(node.target), nn.ReLU()), erased)
             count += 1
     gm.graph.lint()
     gm.delete_all_unused_submodules()

@@ -5,8 +5,9 @@ order from its qconfig (node.meta["lucidq_qconfig"]) and what it is:
 - a module whose type convert quantizes (static or QAT table): float inputs get a QuantStub
   (one per producer, shared by its quantized users); output quantized;
 - an op that runs on torch's quantized tensors and keeps the input's grid (shape ops,
-  max / average pooling, ReLU, ReLU6, hardtanh, dropout, getitem, mean): quantized when all
-  its tensor inputs are; no observer (the grid is the input's, as torch.ao shares it);
+  max / average pooling, ReLU, ReLU6, hardtanh, dropout, getitem, mean, torchvision's
+  stochastic_depth in eval mode): quantized when all its tensor inputs are; no observer
+  (the grid is the input's, as torch.ao shares it);
 - x + y, x * y between tensors and torch.cat: a FloatFunctional (add, mul, cat; add followed
   by its only user ReLU: add_relu) wrapped in a module; inputs quantized, output observed;
 - x + c, x * c with a number c on a quantized x: add_scalar / mul_scalar (grid from x's);
@@ -79,6 +80,16 @@ def is_dynamic(qconfig):
     observer = qconfig.activation()
     return bool(getattr(observer, "is_dynamic", False)
                 or getattr(observer, "compute_dtype", None) is not None)
+
+
+def _is_eval_stochastic_depth(node):
+    """torchvision.ops.stochastic_depth(input, p, mode, training=False): the identity."""
+    target = node.target
+    if getattr(target, "__name__", "") != "stochastic_depth" or not getattr(
+            target, "__module__", "").startswith("torchvision.ops"):
+        return False
+    training = node.args[3] if len(node.args) > 3 else node.kwargs.get("training", True)
+    return training is False
 
 
 class _Rewriter:
@@ -206,7 +217,7 @@ class _Rewriter:
 
     def _keeps_grid(self, node):
         if node.op == "call_function":
-            return node.target in _KEEP_GRID_FUNCTIONS
+            return node.target in _KEEP_GRID_FUNCTIONS or _is_eval_stochastic_depth(node)
         if node.op == "call_method":
             return node.target in _KEEP_GRID_METHODS
         return node.op == "call_module" and type(self.modules[node.target]) in _KEEP_GRID_MODULES
