@@ -25,24 +25,40 @@ from test_workflow_torchvision import calibrate, set_batch_norm_statistics, sqnr
 import lucidq  # noqa: E402
 from lucidq.workflow import quantized as LWQ  # noqa: E402
 from lucidq.workflow.fx.rewrite import Functional  # noqa: E402
+from lucidq.workflow.fx.trace import _Proxy  # noqa: E402
 
 if "onednn" not in torch.backends.quantized.supported_engines:
     pytest.skip("torch was built without the onednn engine", allow_module_level=True)
 
 MODELS = ["resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_large", "efficientnet_b0",
           "regnet_x_400mf"]
+# torch.ao 1.13's tracer fails on these under Python 3.11 (tuple unpacking of a proxy,
+# "Proxy object cannot be iterated"); lucidq's tracer unpacks by byte offset. The torch.ao
+# reference for them runs with that one fix patched into torch.fx.Proxy.
+BEYOND_TORCH_AO = ["shufflenet_v2_x0_5", "vit_small"]
 
 
-def torch_ao_fx(model, example, batches):
-    previous = torch.backends.quantized.engine
+def build_model(name):
+    if name == "vit_small":  # a small ViT: 4 × 4 patches of 16, two encoder layers
+        model = torchvision.models.VisionTransformer(
+            image_size=64, patch_size=16, num_layers=2, num_heads=4, hidden_dim=64, mlp_dim=128)
+        nn.init.normal_(model.heads.head.weight, std=0.02)  # zeros by default
+        return model
+    return getattr(torchvision.models, name)(weights=None)
+
+
+def torch_ao_fx(model, example, batches, fix_proxy=False):
+    previous = torch.backends.quantized.engine, torch.fx.Proxy.__iter__
     torch.backends.quantized.engine = "onednn"
+    if fix_proxy:
+        torch.fx.Proxy.__iter__ = _Proxy.__iter__
     try:
         prepared = tqfx.prepare_fx(copy.deepcopy(model), tq.get_default_qconfig_mapping("onednn"),
                                    (example,))
-        calibrate(prepared, batches)
-        return tqfx.convert_fx(prepared)
     finally:
-        torch.backends.quantized.engine = previous
+        torch.backends.quantized.engine, torch.fx.Proxy.__iter__ = previous
+    calibrate(prepared, batches)
+    return tqfx.convert_fx(prepared)
 
 
 def lucidq_fx(model, example, batches, mapping=None):
@@ -52,12 +68,12 @@ def lucidq_fx(model, example, batches, mapping=None):
     return lucidq.convert_fx(prepared)
 
 
-def compare(model, batches, test):
+def compare(model, batches, test, fix_proxy=False):
     """(lucidq's SQNR, torch.ao's SQNR, lucidq's summary, torch.ao's summary) on `test`."""
     with torch.no_grad():
         reference = model(test)
     ours_model = lucidq_fx(model, batches[0], batches)
-    theirs_model = torch_ao_fx(model, batches[0], batches)
+    theirs_model = torch_ao_fx(model, batches[0], batches, fix_proxy)
     with torch.no_grad():
         ours, theirs = sqnr(reference, ours_model(test)), sqnr(reference, theirs_model(test))
     return ours, theirs, lucidq.summary(ours_model, (test,)), lucidq.summary(theirs_model, (test,))
@@ -74,21 +90,23 @@ def no_back_to_back(converted):
     return True
 
 
-@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("name", MODELS + BEYOND_TORCH_AO)
 def test_torchvision_float_model_within_1_db_of_torch_ao_fx(name, seed):
     torch.manual_seed(seed)
-    model = getattr(torchvision.models, name)(weights=None)
+    model = build_model(name)
     generator = torch.Generator().manual_seed(seed + 1)
     batches = [torch.randn(2, 3, 64, 64, generator=generator) for _ in range(2)]
     test = torch.randn(4, 3, 64, 64, generator=generator)
     set_batch_norm_statistics(model, batches)
     model.eval()
-    ours, theirs, our_summary, their_summary = compare(model, batches, test)
-    print(f"{name}: SQNR lucidq FX {ours:.2f} dB, torch.ao FX {theirs:.2f} dB; nodes "
-          f"quantized / total: lucidq {our_summary.quantized}/{len(our_summary)}, torch.ao "
-          f"{their_summary.quantized}/{len(their_summary)}")
+    ours, theirs, our_summary, their_summary = compare(model, batches, test,
+                                                       name in BEYOND_TORCH_AO)
+    print(f"{name}: SQNR lucidq FX {ours:.2f} dB, torch.ao FX {theirs:.2f} dB; nodes giving "
+          f"quantized tensors / tensors: lucidq {our_summary.quantized}/{our_summary.tensors}, "
+          f"torch.ao {their_summary.quantized}/{their_summary.tensors}")
     assert ours >= theirs - 1.0
-    assert our_summary.quantized >= 0.9 * len(our_summary)
+    if name != "vit_small":  # LayerNorm and attention stay float in a ViT
+        assert our_summary.quantized >= 0.95 * our_summary.tensors
 
 
 class Functions(nn.Module):
@@ -121,7 +139,7 @@ def test_functional_forms_fuse_and_quantize(seed):
     assert methods == ["add_relu", "cat", "mul_scalar"]
     assert all(isinstance(m.op, LWQ.QFunctional) for m in converted.modules()
                if isinstance(m, Functional))
-    assert summary.quantized == len(summary) - 1  # all but the final dequantize
+    assert summary.quantized == summary.tensors - 1  # all but the final dequantize
     assert no_back_to_back(converted)
     assert ours >= theirs - 1.0
 
@@ -177,38 +195,53 @@ def test_codes_equal_eager_mode_on_the_fused_model(seed):
     assert str(lucidq.fuse_fx(model).conv) == str(fused.conv)
 
 
-class Shapes(nn.Module):
+class Gate(nn.Module):
+    """Data-dependent control flow: torch.fx cannot trace it."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv_a = nn.Conv2d(4, 4, 3, padding=1)
+        self.conv_b = nn.Conv2d(4, 4, 3, padding=1)
+
     def forward(self, x):
-        n, c, h, w = x.size()
-        return x.view(n, c, h * w).mean(2)
+        if x.mean() > -100.0:
+            return self.conv_a(x)
+        return self.conv_b(x)
 
 
 class Untraceable(nn.Module):
     def __init__(self):
         super().__init__()
         self.conv = nn.Conv2d(3, 4, 3)
-        self.shapes = Shapes()
+        self.gate = Gate()
         self.fc = nn.Linear(4, 2)
 
     def forward(self, x):
-        return self.fc(self.shapes(self.conv(x)))
+        return self.fc(self.gate(self.conv(x)).mean((2, 3)))
 
 
-def test_untraceable_model_names_the_call_and_the_way_out():
+def test_untraceable_model_names_the_call_and_the_ways_out():
     model = Untraceable().eval()
     x = torch.randn(2, 3, 8, 8)
     mapping = lucidq.get_default_qconfig_mapping("onednn")
-    with pytest.raises(lucidq.Error, match=r'cannot trace Untraceable .*module "shapes" '
-                       r"\(Shapes\).*n, c, h, w = x.size\(\).*non_traceable_module_name"):
+    with pytest.raises(lucidq.Error, match=r'cannot trace Untraceable .*module "gate" \(Gate\)'
+                       r".*`if x.mean\(\) > -100.0:`.*non_traceable_module_name.*"
+                       r'untraceable="split"'):
         lucidq.prepare_fx(model, mapping, (x,))
-    prepared = lucidq.prepare_fx(model, mapping, (x,),
-                                 {"non_traceable_module_name": ["shapes"]})
-    prepared(x)
-    converted = lucidq.convert_fx(prepared)
-    assert type(converted.shapes) is Shapes
-    assert isinstance(converted.conv, LWQ.Conv2d) and isinstance(converted.fc, LWQ.Linear)
+    kept = lucidq.prepare_fx(model, mapping, (x,), {"non_traceable_module_name": ["gate"]})
+    split = lucidq.prepare_fx(model, mapping, (x,), untraceable="split")
+    for prepared in (kept, split):
+        prepared(x)
+    kept, split = lucidq.convert_fx(kept), lucidq.convert_fx(split)
+    assert type(kept.gate) is Gate and type(kept.gate.conv_a) is nn.Conv2d
+    assert isinstance(kept.conv, LWQ.Conv2d) and isinstance(kept.fc, LWQ.Linear)
+    assert type(split.gate) is Gate and isinstance(split.gate.conv_a.conv_a, LWQ.Conv2d)
+    assert type(split.gate.conv_b) is nn.Conv2d  # never called on the example: float
     with torch.no_grad():
-        assert sqnr(model(x), converted(x)) > 15.0
+        reference = model(x)
+        print(f"SQNR: gate float {sqnr(reference, kept(x)):.2f} dB, split "
+              f"{sqnr(reference, split(x)):.2f} dB")
+        assert sqnr(reference, kept(x)) > 15.0 and sqnr(reference, split(x)) > 15.0
 
 
 def test_errors_name_the_module():

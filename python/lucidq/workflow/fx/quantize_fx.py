@@ -18,14 +18,15 @@ import torch
 from torch import fx
 
 from ... import _lucidq
+from .._paths import record_paths
 from ..convert import convert
 from ..dynamic import quantize_dynamic
-from ..prepare import _as_mapping, prepare, prepare_qat
+from ..prepare import _as_mapping
 from ..qconfig_mapping import get_default_qat_qconfig_mapping, get_default_qconfig_mapping
-from ..mappings import dynamic_mapping
 from .fuse import fuse_graph
-from .rewrite import is_dynamic, rewrite
-from .trace import custom_config_leaves, trace
+from .prepare_graph import prepare_graph
+from .split import capture_inputs, holder
+from .trace import UntraceableError, custom_config_leaves, trace
 
 __all__ = ["prepare_fx", "prepare_qat_fx", "convert_fx", "fuse_fx", "FxGraphModule"]
 
@@ -48,23 +49,25 @@ class FxGraphModule(fx.GraphModule):
 
 
 def prepare_fx(model, qconfig_mapping, example_inputs, prepare_custom_config=None,
-               _equalization_config=None, backend_config=None):
+               _equalization_config=None, backend_config=None, *, untraceable="error"):
     """A traced copy of `model` with observers, ready for calibration: run it on sample
     inputs, then convert_fx. qconfig_mapping: lucidq's or torch's QConfigMapping, or a
     QConfig (its global entry); None: get_default_qconfig_mapping(). example_inputs: a tuple
     of inputs, run once. prepare_custom_config: {"non_traceable_module_name": [...],
     "non_traceable_module_class": [...]} or torch's PrepareCustomConfig (those modules are
-    not traced into and stay float)."""
+    not traced into and stay float). untraceable: "error" (torch.ao's behaviour) or "split":
+    a module whose forward cannot be traced runs that forward in float and each child it
+    calls is traced and quantized on its own (one warning per such module)."""
     return _prepare(model, qconfig_mapping, example_inputs, prepare_custom_config,
-                    _equalization_config, backend_config, qat=False, fn="prepare_fx")
+                    _equalization_config, backend_config, False, "prepare_fx", untraceable)
 
 
 def prepare_qat_fx(model, qconfig_mapping, example_inputs, prepare_custom_config=None,
-                   backend_config=None):
+                   backend_config=None, *, untraceable="error"):
     """As prepare_fx for quantization-aware training: the model must be in train mode;
     BatchNorm stays inside fused QAT units and Linear / Conv2d become QAT modules."""
     return _prepare(model, qconfig_mapping, example_inputs, prepare_custom_config, None,
-                    backend_config, qat=True, fn="prepare_qat_fx")
+                    backend_config, True, "prepare_qat_fx", untraceable)
 
 
 def fuse_fx(model, fuse_custom_config=None, backend_config=None):
@@ -97,10 +100,13 @@ def convert_fx(graph_module, convert_custom_config=None, _remove_qconfig=True,
         convert(model, inplace=True, remove_qconfig=_remove_qconfig)
     except _lucidq.Error as error:
         raise _lucidq.Error(f"convert_fx: {error}") from None
-    if plan["dynamic"]:
-        quantize_dynamic(model, dict(plan["dynamic"]), inplace=True)
-    model.graph.lint()
-    model.recompile()
+    graphs = [m for m in model.modules() if isinstance(m, FxGraphModule)]
+    for gm in graphs:
+        if gm.lucidq_fx["dynamic"]:
+            quantize_dynamic(gm, dict(gm.lucidq_fx["dynamic"]), inplace=True)
+        gm.graph.lint()
+        gm.recompile()
+    record_paths(model)
     return model
 
 
@@ -111,9 +117,11 @@ def _check_unsupported(fn, **arguments):
 
 
 def _prepare(model, qconfig_mapping, example_inputs, prepare_custom_config,
-             equalization_config, backend_config, qat, fn):
+             equalization_config, backend_config, qat, fn, untraceable):
     _check_unsupported(fn, _equalization_config=equalization_config,
                        backend_config=backend_config)
+    if untraceable not in ("error", "split"):
+        raise _lucidq.Error(f'{fn}: untraceable = {untraceable!r} (expected "error" or "split")')
     if qat and not model.training:
         raise _lucidq.Error(
             f"{fn}: the model ({type(model).__name__}) is in eval mode (expected train mode: "
@@ -132,73 +140,63 @@ def _prepare(model, qconfig_mapping, example_inputs, prepare_custom_config,
     except ValueError as error:
         raise _lucidq.Error(f"{fn}: {error}") from None
     leaf_names, leaf_classes = custom_config_leaves(prepare_custom_config, fn)
-    gm = trace(copy.deepcopy(model), leaf_names, leaf_classes, fn, FxGraphModule)
-    _set_node_qconfigs(gm, mapping, leaf_names, leaf_classes)
-    fuse_graph(gm, qat=qat)
-    _record_kinds(gm, example_inputs, fn)
-    dynamic, states = rewrite(gm, qat=qat)
-    dynamic.update(_dynamic_inside_leaves(gm, mapping, dynamic))
-    gm.lucidq_fx = {"dynamic": dynamic, "states": states}
-    if dynamic and all(m.qconfig is None for m in gm.modules()):
-        return gm  # dynamic entries only: nothing to observe
-    (prepare_qat if qat else prepare)(gm, None, inplace=True)
-    return gm
+    model = copy.deepcopy(model)
+    tree = _Tree(mapping, leaf_names, leaf_classes, qat, fn,
+                 capture_inputs(model, example_inputs) if untraceable == "split" else None)
+    prepared = tree.prepare(model, "", example_inputs)
+    if not isinstance(prepared, FxGraphModule):
+        prepared.lucidq_fx = {"dynamic": {}, "states": {}}
+    record_paths(prepared)
+    return prepared
 
 
-def _dynamic_inside_leaves(gm, mapping, dynamic):
-    """{name: qconfig} of modules the graph does not call (inside leaf modules such as
-    nn.TransformerEncoderLayer) whose mapping entry is dynamic: quantize_dynamic needs no
-    graph, so they are quantized too."""
-    types = set(dynamic_mapping())
-    found = {}
-    for name, module in gm.named_modules():
-        if type(module) in types and name not in dynamic:
-            qconfig = mapping.qconfig_for(name, module)
-            if is_dynamic(qconfig):
-                found[name] = qconfig
-    return found
+class _Tree:
+    """Prepares a module, and with untraceable="split" (captured inputs given) the parts
+    of it that torch.fx cannot trace piecewise (split.py)."""
 
+    def __init__(self, mapping, leaf_names, leaf_classes, qat, fn, captured):
+        self.mapping = mapping
+        self.leaf_names = leaf_names
+        self.leaf_classes = leaf_classes
+        self.qat = qat
+        self.fn = fn
+        self.captured = captured
 
-def _set_node_qconfigs(gm, mapping, leaf_names, leaf_classes):
-    modules = dict(gm.named_modules())
-    for node in gm.graph.nodes:
-        path = node.meta.get("lucidq_module", "")
-        if node.op == "call_module":
-            module = modules[node.target]
-            user_leaf = node.target in leaf_names or isinstance(module, tuple(leaf_classes))
-            qconfig = None if user_leaf else mapping.qconfig_for(node.target, module)
-        elif node.op in ("call_function", "call_method"):
-            qconfig = mapping.qconfig_for_object(path, node.target)
-        else:
-            qconfig = mapping.global_qconfig
-        node.meta["lucidq_qconfig"] = qconfig
+    def prepare(self, module, prefix, example_inputs):
+        """module prepared: a FxGraphModule, or (split) module itself with prepared parts."""
+        leaves = [name[len(prefix):] for name in self.leaf_names if name.startswith(prefix)]
+        split = []
+        while True:
+            try:
+                gm = trace(module, leaves + split, self.leaf_classes, self.fn, FxGraphModule)
+                break
+            except UntraceableError as error:
+                if self.captured is None:
+                    raise
+                _log.warning("%s", error)
+                if not error.module_path:
+                    self.split(module, prefix)
+                    return module
+                split.append(error.module_path)
+        prepare_graph(gm, prefix, example_inputs, self.mapping, leaves + split,
+                      self.leaf_classes, self.qat, self.fn)
+        for path in split:
+            self.split(gm.get_submodule(path), f"{prefix}{path}.")
+        return gm
 
-
-def _kind(value):
-    if isinstance(value, torch.Tensor):
-        return "float" if value.is_floating_point() else "tensor"
-    if isinstance(value, (tuple, list)) and value and all(
-            isinstance(v, torch.Tensor) and v.is_floating_point() for v in value):
-        return "seq"
-    return "other"
-
-
-class _KindRecorder(fx.Interpreter):
-    def run_node(self, n):
-        result = super().run_node(n)
-        n.meta["lucidq_kind"] = _kind(result)
-        return result
-
-
-def _record_kinds(gm, example_inputs, fn):
-    """Runs a copy of gm on example_inputs, recording which nodes give tensors."""
-    runner = copy.deepcopy(gm)
-    try:
-        with torch.no_grad():
-            _KindRecorder(runner).run(*example_inputs)
-    except Exception as error:  # noqa: BLE001 (the user's model on the user's inputs)
-        raise _lucidq.Error(
-            f"{fn}: running the traced model on example_inputs failed: "
-            f"{type(error).__name__}: {error}") from error
-    for node, copied in zip(gm.graph.nodes, runner.graph.nodes):
-        node.meta["lucidq_kind"] = copied.meta.get("lucidq_kind", "other")
+    def split(self, module, prefix):
+        """Each child of `module` that ran on the example inputs, prepared on its own."""
+        for name, child in list(module.named_children()):
+            args = self.captured.get(id(child))
+            if (f"{prefix}{name}" in self.leaf_names or isinstance(child, self.leaf_classes)
+                    or not any(True for _ in child.parameters())):
+                continue
+            if args is None:
+                self.split(child, f"{prefix}{name}.")
+                continue
+            try:
+                prepared = self.prepare(holder(name, child, len(args)), prefix, args)
+            except _lucidq.Error as error:  # that part stays float
+                _log.warning("%s: %s stays float: %s", self.fn, f"{prefix}{name}", error)
+                continue
+            module._modules[name] = prepared

@@ -25,32 +25,41 @@ def _grid(value):
 
 
 class Summary(list):
-    """Rows (dicts: node, kernel, inputs, output, quantized) with a table as str()."""
+    """Rows (dicts: node, kernel, inputs, output, tensor, quantized) with a table as str()."""
 
     @property
     def quantized(self):
-        """How many nodes give a quantized tensor."""
+        """How many nodes give quantized tensors."""
         return sum(row["quantized"] for row in self)
+
+    @property
+    def tensors(self):
+        """How many nodes give tensors (not sizes, shapes or numbers)."""
+        return sum(row["tensor"] for row in self)
 
     def __str__(self):
         lines = [f"{'node':28} {'kernel':40} {'inputs':44} output"]
         for row in self:
             lines.append(f"{row['node']:28} {row['kernel']:40} {', '.join(row['inputs']):44} "
                          f"{row['output']}")
-        lines.append(f"{self.quantized} of {len(self)} nodes give quantized tensors")
+        lines.append(f"{self.quantized} of the {self.tensors} nodes giving tensors give quantized "
+                     f"tensors ({len(self)} nodes)")
         return "\n".join(lines)
 
 
 class _Recorder(fx.Interpreter):
-    def __init__(self, module):
+    def __init__(self, module, prefix, rows):
         super().__init__(module)
-        self.rows = Summary()
+        self.prefix = prefix
+        self.rows = rows
         self.values = {}
 
     def run_node(self, n):
         result = super().run_node(n)
         self.values[n] = result
-        if n.op in ("call_module", "call_function", "call_method"):
+        nested = n.op == "call_module" and isinstance(self.module.get_submodule(n.target),
+                                                      fx.GraphModule)
+        if n.op in ("call_module", "call_function", "call_method") and not nested:
             if n.op == "call_module":
                 module = self.module.get_submodule(n.target)
                 functional = isinstance(module, Functional)
@@ -63,18 +72,29 @@ class _Recorder(fx.Interpreter):
             else:
                 kernel = getattr(n.target, "__name__", str(n.target))
             inputs = [_grid(self.values[i]) for i in n.all_input_nodes]
-            quantized = isinstance(result, torch.Tensor) and result.is_quantized or (
-                isinstance(result, (tuple, list)) and bool(result) and all(
-                    isinstance(v, torch.Tensor) and v.is_quantized for v in result))
-            self.rows.append({"node": n.name, "kernel": kernel, "inputs": inputs,
-                              "output": _grid(result), "quantized": quantized})
+            values = result if isinstance(result, (tuple, list)) and result else [result]
+            tensor = all(isinstance(v, torch.Tensor) for v in values)
+            quantized = tensor and all(v.is_quantized for v in values)
+            self.rows.append({"node": self.prefix + n.name, "kernel": kernel, "inputs": inputs,
+                              "output": _grid(result), "tensor": tensor,
+                              "quantized": quantized})
         return result
 
 
 def summary(model, example_inputs):
-    """The Summary of GraphModule `model` run on the tuple example_inputs (print it for the
-    table; .quantized and len() count the nodes)."""
-    recorder = _Recorder(model)
-    with torch.no_grad():
-        recorder.run(*example_inputs)
-    return recorder.rows
+    """The Summary of `model` run on the tuple example_inputs (print it for the table;
+    .quantized, .tensors and len() count the nodes). model: a converted GraphModule, or a model whose
+    parts are GraphModules (prepare_fx's untraceable="split"): the nodes of every GraphModule
+    in it are listed, named by its path."""
+    rows = Summary()
+    parts = [(name, m) for name, m in model.named_modules() if isinstance(m, fx.GraphModule)]
+    for name, part in parts:
+        recorder = _Recorder(part, f"{name}:" if name else "", rows)
+        part.forward = recorder.run  # the instance attribute shadows the class's forward
+    try:
+        with torch.no_grad():
+            model(*example_inputs)
+    finally:
+        for _, part in parts:
+            del part.forward
+    return rows

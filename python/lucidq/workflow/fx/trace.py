@@ -7,13 +7,24 @@ raises lucidq.Error naming the module being traced, the source line of the faili
 the prepare_custom_config entries that keep that module out of the trace.
 """
 
+import dis
+import inspect
 import traceback
 
 from torch import fx
 
 from ... import _lucidq
 
-__all__ = ["trace", "custom_config_leaves"]
+__all__ = ["trace", "custom_config_leaves", "UntraceableError"]
+
+
+class UntraceableError(_lucidq.Error):
+    """torch.fx could not trace the model; module_path: the dotted path (relative to the
+    traced module) of the module whose forward failed, "" for the traced module's own."""
+
+    def __init__(self, message, module_path):
+        super().__init__(message)
+        self.module_path = module_path
 
 _SUPPORTED_KEYS = ("non_traceable_module_name", "non_traceable_module_class")
 
@@ -40,8 +51,36 @@ def custom_config_leaves(prepare_custom_config, fn):
     return names, classes
 
 
+class _Proxy(fx.Proxy):
+    """fx.Proxy whose tuple unpacking (`n, c, h, w = x.shape`, `x, _ = attention(...)`) works
+    on Python 3.11: torch 1.13 finds the unpacking instruction at index f_lasti // 2, which
+    3.11's inline caches shift, so it reports "Proxy object cannot be iterated" (or an
+    IndexError); the instruction is looked up by its byte offset instead."""
+
+    def __iter__(self):
+        frame = inspect.currentframe().f_back
+        for instruction in dis.get_instructions(frame.f_code):
+            if instruction.offset == frame.f_lasti:
+                if instruction.opname == "UNPACK_SEQUENCE":
+                    return (self[i] for i in range(instruction.argval))
+                break
+        return self.tracer.iter(self)
+
+    def __getattr__(self, name):
+        return _Attribute(self, name)
+
+
+class _Attribute(fx.proxy.Attribute):
+    """fx's attribute proxy (`x.shape`) with _Proxy's unpacking."""
+
+    __iter__ = _Proxy.__iter__
+
+    def __getattr__(self, name):
+        return _Attribute(self, name)
+
+
 class _Tracer(fx.Tracer):
-    """symbolic_trace's tracer, plus user leaves and each node's module path."""
+    """symbolic_trace's tracer, plus user leaves, each node's module path and _Proxy."""
 
     def __init__(self, leaf_names, leaf_classes):
         super().__init__()
@@ -49,6 +88,9 @@ class _Tracer(fx.Tracer):
         self.leaf_classes = tuple(leaf_classes)
         self.module_stack = [""]
         self.failed_in = None
+
+    def proxy(self, node):
+        return _Proxy(node, self)
 
     def is_leaf_module(self, m, module_qualified_name):
         return (module_qualified_name in self.leaf_names or isinstance(m, self.leaf_classes)
@@ -84,7 +126,8 @@ def trace(model, leaf_names, leaf_classes, fn, graph_module_class=fx.GraphModule
     try:
         graph = tracer.trace(model)
     except Exception as error:  # noqa: BLE001 (any failure inside the user's forward)
-        raise _lucidq.Error(_trace_error(model, tracer, error, fn)) from error
+        path = tracer.failed_in[0] if tracer.failed_in is not None else ""
+        raise UntraceableError(_trace_error(model, tracer, error, fn), path) from error
     return graph_module_class(tracer.root, graph, type(model).__name__)
 
 
@@ -107,4 +150,6 @@ def _trace_error(model, tracer, error, fn):
                    'and name that submodule in prepare_custom_config={"non_traceable_module_'
                    'name": [...]} to keep it float')
     return (f"{fn}: cannot trace {type(model).__name__} with torch.fx: {inside}{where} raised "
-            f"{type(error).__name__}: {error}. {way_out}")
+            f"{type(error).__name__}: {error}. {way_out}; or pass untraceable=\"split\" to run "
+            "the forward of each module that cannot be traced as written, in float, and trace "
+            "and quantize its submodules separately")

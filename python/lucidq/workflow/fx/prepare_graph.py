@@ -1,0 +1,92 @@
+"""One traced GraphModule made ready for calibration: qconfig per node, fusion, tensor kinds, rewrite, eager prepare.
+
+`prefix` is the dotted path of the traced module inside the user's model ("" for the
+model itself), so the mapping's module names keep referring to the model's own names when
+graph mode prepares a model piecewise (untraceable="split").
+"""
+
+import copy
+
+import torch
+from torch import fx
+
+from ... import _lucidq
+from ..mappings import dynamic_mapping
+from ..prepare import prepare, prepare_qat
+from .fuse import fuse_graph
+from .rewrite import is_dynamic, rewrite
+
+__all__ = ["prepare_graph"]
+
+
+def prepare_graph(gm, prefix, example_inputs, mapping, leaf_names, leaf_classes, qat, fn):
+    """Prepares the traced FxGraphModule gm in place (its lucidq_fx plan set); leaf_names are
+    relative to gm."""
+    _set_node_qconfigs(gm, prefix, mapping, leaf_names, leaf_classes)
+    fuse_graph(gm, qat=qat)
+    _record_kinds(gm, example_inputs, fn)
+    dynamic, states = rewrite(gm, qat=qat)
+    dynamic.update(_dynamic_inside_leaves(gm, prefix, mapping, dynamic))
+    gm.lucidq_fx = {"dynamic": dynamic, "states": states}
+    if dynamic and all(m.qconfig is None for m in gm.modules()):
+        return  # dynamic entries only: nothing to observe
+    (prepare_qat if qat else prepare)(gm, None, inplace=True)
+
+
+def _dynamic_inside_leaves(gm, prefix, mapping, dynamic):
+    """{name: qconfig} of modules the graph does not call (inside leaf modules such as
+    nn.TransformerEncoderLayer) whose mapping entry is dynamic: quantize_dynamic needs no
+    graph, so they are quantized too."""
+    types = set(dynamic_mapping())
+    found = {}
+    for name, module in gm.named_modules():
+        if type(module) in types and name not in dynamic:
+            qconfig = mapping.qconfig_for(prefix + name, module)
+            if is_dynamic(qconfig):
+                found[name] = qconfig
+    return found
+
+
+def _set_node_qconfigs(gm, prefix, mapping, leaf_names, leaf_classes):
+    modules = dict(gm.named_modules())
+    for node in gm.graph.nodes:
+        path = node.meta.get("lucidq_module", "")
+        if node.op == "call_module":
+            module = modules[node.target]
+            user_leaf = node.target in leaf_names or isinstance(module, tuple(leaf_classes))
+            qconfig = None if user_leaf else mapping.qconfig_for(prefix + node.target, module)
+        elif node.op in ("call_function", "call_method"):
+            qconfig = mapping.qconfig_for_object((prefix + path).rstrip("."), node.target)
+        else:
+            qconfig = mapping.global_qconfig
+        node.meta["lucidq_qconfig"] = qconfig
+
+
+def _kind(value):
+    if isinstance(value, torch.Tensor):
+        return "float" if value.is_floating_point() else "tensor"
+    if isinstance(value, (tuple, list)) and value and all(
+            isinstance(v, torch.Tensor) and v.is_floating_point() for v in value):
+        return "seq"
+    return "other"
+
+
+class _KindRecorder(fx.Interpreter):
+    def run_node(self, n):
+        result = super().run_node(n)
+        n.meta["lucidq_kind"] = _kind(result)
+        return result
+
+
+def _record_kinds(gm, example_inputs, fn):
+    """Runs a copy of gm on example_inputs, recording which nodes give tensors."""
+    runner = copy.deepcopy(gm)
+    try:
+        with torch.no_grad():
+            _KindRecorder(runner).run(*example_inputs)
+    except Exception as error:  # noqa: BLE001 (the user's model on the user's inputs)
+        raise _lucidq.Error(
+            f"{fn}: running the traced model on example_inputs failed: "
+            f"{type(error).__name__}: {error}") from error
+    for node, copied in zip(gm.graph.nodes, runner.graph.nodes):
+        node.meta["lucidq_kind"] = copied.meta.get("lucidq_kind", "other")
