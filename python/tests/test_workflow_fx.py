@@ -220,7 +220,8 @@ class Untraceable(nn.Module):
         return self.fc(self.gate(self.conv(x)).mean((2, 3)))
 
 
-def test_untraceable_model_names_the_call_and_the_ways_out():
+def test_untraceable_model_names_the_call_and_the_ways_out(seed):
+    torch.manual_seed(seed)
     model = Untraceable().eval()
     x = torch.randn(2, 3, 8, 8)
     mapping = lucidq.get_default_qconfig_mapping("onednn")
@@ -244,7 +245,8 @@ def test_untraceable_model_names_the_call_and_the_ways_out():
         assert sqnr(reference, kept(x)) > 15.0 and sqnr(reference, split(x)) > 15.0
 
 
-def test_errors_name_the_module():
+def test_errors_name_the_module(seed):
+    torch.manual_seed(seed)
     model = Plain().eval()
     x = torch.randn(2, 3, 8, 8)
     mapping = lucidq.get_default_qconfig_mapping("onednn")
@@ -350,3 +352,25 @@ def test_digits_resnet_fx_qat(digits):
     quantized = lucidq.convert_fx(prepared.eval())
     assert isinstance(quantized.block2.conv2, LWQ.Conv2d)
     assert report("ResNet FX QAT int8", accuracy(quantized, data), float_score, 0.3) <= 0.3
+
+
+def test_workflow_doc_graph_mode_example_runs():
+    """The ```python block under "## Graph mode" in docs/workflow.md."""
+    import pathlib
+
+    text = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "workflow.md").read_text()
+    section = text[text.index("## Graph mode"):]
+    start = section.index("```python") + len("```python")
+    exec(compile(section[start:section.index("```\n", start)], "workflow.md", "exec"), {})
+
+
+def test_readme_graph_mode_example_runs():
+    """The ```python block under "### Graph mode" in the README."""
+    import pathlib
+
+    text = (pathlib.Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = text[text.index("### Graph mode"):]
+    start = section.index("```python") + len("```python")
+    scope = {}
+    exec(compile(section[start:section.index("```\n", start)], "README.md", "exec"), scope)
+    assert isinstance(scope["quantized"].get_submodule("layer1.0.conv1"), LWQ.ConvReLU2d)
