@@ -38,6 +38,10 @@ MODELS = ["resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_large", "efficie
 BEYOND_TORCH_AO = ["shufflenet_v2_x0_5", "vit_small"]
 
 
+KEEP_GRID = ("torch:MaxPool2d", "torch:AdaptiveAvgPool2d", "flatten", "Tensor.view",
+             "transpose", "Tensor.contiguous", "torch:Dropout")
+
+
 def build_model(name):
     if name == "vit_small":  # a small ViT: 4 × 4 patches of 16, two encoder layers
         model = torchvision.models.VisionTransformer(
@@ -107,6 +111,9 @@ def test_torchvision_float_model_within_1_db_of_torch_ao_fx(name, seed):
     assert ours >= theirs - 1.0
     if name != "vit_small":  # LayerNorm and attention stay float in a ViT
         assert our_summary.quantized >= 0.95 * our_summary.tensors
+    for row in our_summary:  # ops that keep the grid have no observer of their own
+        if row["kernel"] in KEEP_GRID and row["quantized"]:
+            assert row["output"] == row["inputs"][0], row
 
 
 class Functions(nn.Module):
@@ -159,6 +166,23 @@ def test_mapping_none_keeps_nodes_float(seed):
     assert no_back_to_back(converted)
     with torch.no_grad():
         assert sqnr(model(x), converted(x)) > 15.0
+
+
+def test_torch_qconfig_mapping_is_understood(seed):
+    torch.manual_seed(seed)
+    model = Functions().eval()
+    generator = torch.Generator().manual_seed(seed + 1)
+    batches = [torch.randn(4, 3, 16, 16, generator=generator) for _ in range(2)]
+    ours = lucidq_fx(model, batches[0], batches)
+    theirs_mapping = lucidq_fx(model, batches[0], batches, tq.get_default_qconfig_mapping("onednn"))
+    with torch.no_grad():
+        reference = model(batches[1])
+        quality = sqnr(reference, ours(batches[1])), sqnr(reference, theirs_mapping(batches[1]))
+    print(f"SQNR with lucidq's onednn mapping {quality[0]:.2f} dB, torch's {quality[1]:.2f} dB")
+    assert abs(quality[0] - quality[1]) < 0.5
+    kinds = [[(name, type(m).__name__) for name, m in model.named_modules()]
+             for model in (ours, theirs_mapping)]
+    assert kinds[0] == kinds[1]
 
 
 class Plain(nn.Module):

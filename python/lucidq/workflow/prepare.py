@@ -104,7 +104,11 @@ def _as_mapping(qconfig_mapping, fn):
                 "(FX mode only; use set_module_name)")
         convert = {"": as_qconfig(entries.pop("", None))}
         for key, pairs in entries.items():
-            convert[key] = [(k, as_qconfig(v)) for k, v in pairs]
+            # torch's default mappings list method names torch.Tensor does not have
+            # ("hardsigmoid"): no call can match them, so they are dropped
+            convert[key] = [(k, as_qconfig(v)) for k, v in pairs
+                            if not (key == "object_type" and isinstance(k, str)
+                                    and not hasattr(torch.Tensor, k))]
         return QConfigMapping.from_dict(convert)
     try:
         return QConfigMapping().set_global(as_qconfig(qconfig_mapping))
