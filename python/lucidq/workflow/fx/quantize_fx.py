@@ -8,7 +8,9 @@ the graph into an eager-quantizable one (rewrite.py: QuantStub / DeQuantStub at 
 boundaries, FloatFunctional modules for +, * and cat) and runs eager prepare (or
 prepare_qat) on it. convert_fx is eager convert on a copy, plus quantize_dynamic for the
 modules the mapping gave a dynamic qconfig. The result is a torch.fx GraphModule whose
-code reads as the quantized model.
+code reads as the quantized model. With untraceable="split", a module torch.fx cannot
+trace keeps its forward (float) and its children are prepared one by one (split.py); the
+result is then the model itself with GraphModule parts.
 """
 
 import copy

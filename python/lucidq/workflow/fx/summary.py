@@ -83,9 +83,9 @@ class _Recorder(fx.Interpreter):
 
 def summary(model, example_inputs):
     """The Summary of `model` run on the tuple example_inputs (print it for the table;
-    .quantized, .tensors and len() count the nodes). model: a converted GraphModule, or a model whose
-    parts are GraphModules (prepare_fx's untraceable="split"): the nodes of every GraphModule
-    in it are listed, named by its path."""
+    .quantized, .tensors and len() count the nodes). model: a converted GraphModule, or a
+    model whose parts are GraphModules (prepare_fx's untraceable="split"): the nodes of every
+    GraphModule in it are listed, named by its path."""
     rows = Summary()
     parts = [(name, m) for name, m in model.named_modules() if isinstance(m, fx.GraphModule)]
     for name, part in parts:
