@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Measures the AVX2 tier's performance targets (docs/performance.md, "AVX2") in one run and
+"""Measures the AVX2 tier's performance targets (docs/performance.md) in one run and
 prints a scorecard: each target's measured figure, its threshold, and whether it is met.
 
     python3 bench/avx2_targets.py [--build build/bench] [--keep DIR] [--pin]
@@ -206,7 +206,7 @@ def render(gemm, quant, context):
                      f"x memcpy baseline) is slower than bench_gemm's 256 MiB copy "
                      f"({bw['memcpy_gbs']:.1f} GB/s): glibc's memcpy takes non-temporal stores "
                      "only above a size set by the L3, so the two copies stream differently here "
-                     "(docs/performance.md, \"Scoring the AVX2 targets\")")
+                     "(docs/performance.md, \"The reference machine\")")
     if not pinned and "avx2" not in tier:
         lines.append(f"note: lucidq ran its {tier} tier; these are the AVX2 tier's targets "
                      "(--pin measures the AVX2 code here)")
@@ -287,7 +287,7 @@ def main():
     for binary in ("bench_gemm", "bench_quantize"):
         if not os.path.exists(os.path.join(args.build, "bench", binary)):
             sys.exit(f"avx2_targets: {binary} not found in {args.build}/bench (expected a build "
-                     "with -DLUCIDQ_BUILD_BENCH=ON; see docs/performance.md)")
+                     "with -DLUCIDQ_BUILD_BENCH=ON; see bench/README.md)")
     env = dict(os.environ, **(PIN if args.pin else {}))
     with tempfile.TemporaryDirectory() as tmp:
         out_dir = args.keep or tmp

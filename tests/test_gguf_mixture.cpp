@@ -114,7 +114,7 @@ Q::GgufQuantizeOptions preset(const std::string& name) {
   return options;
 }
 
-// One row of the table in docs/formats.md ("The llama mixture"): the type of token_embd,
+// One row of the table in docs/gguf.md ("The llama mixture"): the type of token_embd,
 // attn_q, attn_k, attn_v (layer 0, layer 1), attn_output, ffn_gate / ffn_up, ffn_down (layer
 // 0, layer 1) and output, for the synthetic model above.
 struct Row {

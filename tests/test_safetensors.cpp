@@ -474,8 +474,9 @@ TEST_F(Safetensors, WriterDoesNotReplaceAnExistingFile) {
   const std::int8_t values[] = {1};
   const std::vector<std::pair<std::string, Q::TensorView>> tensors = {
       {"w", Q::TensorView(values, Q::ScalarType::int8, {1})}};
-  expect_error([&] { Q::write_safetensors(path, tensors); },
-               {"out.safetensors", "already exists (expected a new path, or overwrite=true)"});
+  expect_error(
+      [&] { Q::write_safetensors(path, tensors); },
+      {"out.safetensors", "already exists (expected a new path, or the overwrite option)"});
   EXPECT_EQ(read_all(path), "precious");
   EXPECT_EQ(listing(), std::vector<std::string>{"out.safetensors"});
 

@@ -1,4 +1,4 @@
-"""lucidq quickstart: the seed notes' worked example, then per-channel int4 weights and QAT.
+"""lucidq quickstart: the "Quantization in Depth" example, then per-channel int4 weights and QAT.
 
 Run from the repository root after building:
     PYTHONPATH=build/release/python /usr/bin/python3 python/examples/quickstart.py

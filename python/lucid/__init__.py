@@ -1,1 +1,1 @@
-"""The `lucid` namespace: `lucid.quantization` is the lucidq module under the seed's name."""
+"""The `lucid` namespace: `lucid.quantization` is the lucidq module under Lucid's name."""

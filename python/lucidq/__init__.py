@@ -1,9 +1,9 @@
 """lucidq: linear quantization of neural-network tensors (the Python face of lucid::quantization).
 
-The names are the C++ API's names (and the seed documents'): QScheme with its
+The names are the C++ API's names (and Lucid's lucid.quantization's): QScheme with its
 lowercase aliases, QDtype and the qint8 / quint8 / ... constants, QParams,
 calculate_qparams, quantize, dequantize, fake_quantize, pack_codes, error_metrics.
-`import lucid.quantization as Q` is the same module under the seed's name.
+`import lucid.quantization as Q` is the same module under Lucid's name.
 quantize / dequantize / fake_quantize / calculate_qparams also take Lucid's
 loose spellings (`Q.quantize(x, 0.02, 3, Q.quint8)` -> codes; `scale, zp =
 Q.calculate_qparams(mn, mx, Q.per_tensor_affine, Q.quint8)`) and torch tensors

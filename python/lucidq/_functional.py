@@ -1,6 +1,6 @@
 """quantize / dequantize / fake_quantize / calculate_qparams in both spellings: lucidq's QParams forms and Lucid's.
 
-Lucid (and the seed documents) spell the arithmetic primitives with loose
+Lucid's lucid.quantization spells the arithmetic primitives with loose
 parameters; lucidq's extension takes a QParams. Both are accepted:
 
     quantize(x, qparams)                         -> QuantizedTensor   (lucidq)
@@ -88,7 +88,7 @@ def _call_loose_form(name, function, native, x, args, kwargs):
             native(x, *args, **kwargs)
         except TypeError as error:
             lucid = f"{name}{inspect.signature(function)}"
-            raise TypeError(f"{error}\n    or Lucid's form: {lucid}") from None
+            raise TypeError(f"{error}\n    or Lucid's lucid.quantization form: {lucid}") from None
         raise
     return function(x, *args, **kwargs)
 

@@ -1,4 +1,5 @@
-// Binding of plot_quantization_errors: the seed notes' error figure, from Python arrays.
+// Binding of plot_quantization_errors: the "Quantization in Depth" notes' error figure, from
+// Python arrays.
 #include <optional>
 
 #include "common.hpp"

@@ -176,8 +176,9 @@ QParams(qscheme=per_tensor_affine, qdtype=qint8, scale=[3.5], zero_point=[-70])
                    : py::make_tuple(vector_to_numpy(q.scale), vector_to_numpy(q.zero_point));
         return py::iter(pair);
       },
-      "Unpacks as `scale, zero_point` (Lucid's calculate_qparams result): a float and an int "
-      "per tensor, float32 / int32 arrays per channel or group.");
+      "Unpacks as `scale, zero_point` (the result of Lucid's "
+      "lucid.quantization.calculate_qparams): a float and an int per tensor, float32 / int32 "
+      "arrays per channel or group.");
   cls.def("__eq__", [](const Q::QParams& self, py::object other) -> py::object {
     if (!py::isinstance<Q::QParams>(other)) {
       return py::reinterpret_borrow<py::object>(Py_NotImplemented);

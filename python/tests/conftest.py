@@ -62,7 +62,18 @@ def rng(seed):
     return np.random.default_rng(seed)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
+def qnnpack():
+    """torch's quantized engine set to qnnpack for the test (restored after)."""
+    import torch
+
+    before = torch.backends.quantized.engine
+    torch.backends.quantized.engine = "qnnpack"
+    yield
+    torch.backends.quantized.engine = before
+
+
+@pytest.fixture
 def module_pythonpath():
     """The folder holding the imported lucidq package (for subprocesses)."""
     import lucidq

@@ -42,6 +42,19 @@ def train(model, data, epochs, lr, seed, on_epoch=None):
     return model
 
 
+def train_float(model_class, data, epochs, lr, name):
+    """Builds and trains a model_class() from seed 0 (printed); returns (the model in eval
+    mode, its accuracy), checking the float model reaches 95 %."""
+    seed = 0
+    print(f"\ntraining seed={seed}")
+    torch.manual_seed(seed)
+    model = train(model_class(), data, epochs=epochs, lr=lr, seed=seed).eval()
+    score = accuracy(model, data)
+    print(f"float {name} accuracy {score:.2f} %")
+    assert score >= 95.0
+    return model, score
+
+
 def accuracy(model, data):
     """Test-set accuracy in percent (the model is put in eval mode)."""
     x_test, y_test = data["test"]

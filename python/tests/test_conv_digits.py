@@ -17,7 +17,7 @@ pytest.importorskip(
 )
 from torch import nn  # noqa: E402
 
-from digits import accuracy, load_split, report, train  # noqa: E402
+from digits import accuracy, load_split, report, train, train_float  # noqa: E402
 
 import lucidq.workflow as LW  # noqa: E402
 import lucidq.workflow.quantize as W  # noqa: E402
@@ -54,14 +54,7 @@ def data():
 
 @pytest.fixture(scope="module")
 def trained(data):
-    seed = 0
-    print(f"\ntraining seed={seed}")
-    torch.manual_seed(seed)
-    model = train(DigitsCNN(), data, epochs=15, lr=3e-3, seed=seed).eval()
-    score = accuracy(model, data)
-    print(f"float CNN accuracy {score:.2f} %")
-    assert score >= 95.0
-    return model, score
+    return train_float(DigitsCNN, data, epochs=15, lr=3e-3, name="CNN")
 
 
 def test_ptq_int8(trained, data):

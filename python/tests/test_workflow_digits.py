@@ -17,7 +17,7 @@ pytest.importorskip(
 )
 from torch import nn  # noqa: E402
 
-from digits import accuracy, load_split, report, train  # noqa: E402
+from digits import accuracy, load_split, report, train, train_float  # noqa: E402
 
 import lucidq as Q  # noqa: E402
 import lucidq.workflow as LW  # noqa: E402
@@ -49,14 +49,7 @@ def data():
 
 @pytest.fixture(scope="module")
 def trained(data):
-    seed = 0
-    print(f"\ntraining seed={seed}")
-    torch.manual_seed(seed)
-    model = train(DigitsMLP(), data, epochs=40, lr=1e-2, seed=seed).eval()
-    score = accuracy(model, data)
-    print(f"float accuracy {score:.2f} %")
-    assert score >= 95.0
-    return model, score
+    return train_float(DigitsMLP, data, epochs=40, lr=1e-2, name="MLP")
 
 
 def ptq(model, qconfig, data):

@@ -16,7 +16,7 @@ needs_torch = pytest.mark.skipif(
 
 
 def test_issue_examples():
-    # The two calls a new user tried (issue 15): both failed before.
+    # The first two calls a new user writes, in Lucid's loose spelling.
     x = np.array([0.1, -0.5, 9.0, 0.04], np.float32)
     codes = Q.quantize(x, 0.02, 3, Q.quint8)
     assert codes.dtype == np.uint8
@@ -106,7 +106,8 @@ def test_clear_errors(call, pattern):
 
 
 def test_wrong_arity_lists_every_form():
-    with pytest.raises(TypeError, match="incompatible function arguments(.|\n)*Lucid's form"):
+    with pytest.raises(TypeError,
+                       match="incompatible function arguments(.|\n)*Lucid's lucid.quantization form"):
         Q.quantize(np.ones(3, np.float32), 3.5)
 
 

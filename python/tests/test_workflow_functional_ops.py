@@ -23,13 +23,6 @@ if "qnnpack" not in torch.backends.quantized.supported_engines:
     pytest.skip("torch was built without the qnnpack engine", allow_module_level=True)
 
 
-@pytest.fixture
-def qnnpack():
-    previous = torch.backends.quantized.engine
-    torch.backends.quantized.engine = "qnnpack"
-    yield
-    torch.backends.quantized.engine = previous
-
 
 def random_q(generator, shape, scale, zero_point, dtype=torch.quint8):
     x = torch.randn(*shape, generator=generator) * 2

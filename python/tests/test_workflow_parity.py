@@ -45,13 +45,6 @@ PRESETS = {
 }
 
 
-@pytest.fixture
-def qnnpack():
-    before = torch.backends.quantized.engine
-    torch.backends.quantized.engine = "qnnpack"
-    yield
-    torch.backends.quantized.engine = before
-
 
 def calibrated_pair(seed, preset):
     """(lucidq-prepared, torch-prepared) copies of one float model after the same calibration."""

@@ -180,7 +180,7 @@ def test_default_mappings():
     tanh = W.get_default_qat_qconfig_mapping("qnnpack").qconfig_for("t", nn.Tanh()).activation()
     assert isinstance(tanh, W.FixedQParamsFakeQuantize) and tanh.zero_point.item() == 128
     transpose = x86.qconfig_for("up", nn.ConvTranspose2d(2, 2, 2)).weight()
-    assert not transpose.qscheme.is_per_channel  # pytorch issue 47535
+    assert not transpose.qscheme.is_per_channel  # pytorch/pytorch#47535
     assert isinstance(W.get_default_qat_qconfig_mapping().global_qconfig.activation(), W.FakeQuantize)
 
 

@@ -17,7 +17,7 @@ from torch import nn  # noqa: E402
 import torch.ao.nn.quantized as tnq  # noqa: E402
 import torch.ao.quantization as tq  # noqa: E402
 
-from digits import accuracy, load_split, report, train  # noqa: E402
+from digits import accuracy, load_split, report, train, train_float  # noqa: E402
 
 import lucidq  # noqa: E402
 from lucidq.workflow import qat as LWQAT  # noqa: E402
@@ -71,14 +71,7 @@ def data():
 
 @pytest.fixture(scope="module")
 def trained(data):
-    seed = 0
-    print(f"\ntraining seed={seed}")
-    torch.manual_seed(seed)
-    model = train(DigitsResNet(), data, epochs=5, lr=3e-3, seed=seed).eval()
-    score = accuracy(model, data)
-    print(f"float ResNet accuracy {score:.2f} %")
-    assert score >= 95.0
-    return model, score
+    return train_float(DigitsResNet, data, epochs=5, lr=3e-3, name="ResNet")
 
 
 def test_ptq_int8(trained, data):

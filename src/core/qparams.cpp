@@ -1,4 +1,5 @@
-// QParams construction and validation, and calculate_qparams (seed 000 / PyTorch formulas).
+// QParams construction and validation, and calculate_qparams (the formulas of Lucid's
+// lucid.quantization and PyTorch).
 #include "lucid/quantization/qparams.hpp"
 
 #include <algorithm>

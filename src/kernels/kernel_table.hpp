@@ -46,8 +46,8 @@ constexpr int code_type_count = 5;
 
 /// Float outputs of at least this many bytes (and calls with 8-bit outputs that move this many)
 /// take the *_streaming kernels: no last-level cache of the CPUs measured keeps them for the
-/// caller, and non-temporal stores skip the read for ownership (docs/performance.md,
-/// "Non-temporal stores").
+/// caller, and non-temporal stores skip the read for ownership (docs/kernels.md, "Elementwise
+/// kernels"; the measurements: docs/performance.md, "Elementwise").
 constexpr std::int64_t streaming_output_bytes = std::int64_t{32} << 20;
 
 /// Whether an output of n floats is large enough for the *_streaming kernels.
@@ -58,7 +58,7 @@ constexpr bool streams_float_output(std::int64_t n) {
 /// Whether a call that reads n elements of `input_bytes` each and writes n 8-bit codes takes the
 /// *_streaming kernels: its reads and writes add up to at least streaming_output_bytes (the codes
 /// are a fifth to a third of its traffic, and from 8 MiB of codes on they measured faster
-/// streamed; docs/performance.md, "Non-temporal stores").
+/// streamed; docs/performance.md, "Elementwise").
 constexpr bool streams_byte_output(std::int64_t n, std::int64_t input_bytes) {
   return n * (input_bytes + 1) >= streaming_output_bytes;
 }

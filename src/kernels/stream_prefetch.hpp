@@ -18,7 +18,7 @@ inline void stream_prefetch(const void* at) {
 
 /// Called once per 64 bytes read at `at` by an elementwise kernel whose arithmetic leaves too few
 /// loads in flight to stream its input from DRAM (requantize, quantize at 256 MB;
-/// docs/performance.md, "Prefetching elementwise kernels"): the line 2 KiB ahead into L1
+/// docs/performance.md, "Elementwise"): the line 2 KiB ahead into L1
 /// (stream_prefetch's L2 hint measured slower there). A no-op unless On.
 template <bool On = true>
 inline void elementwise_prefetch(const void* at) {

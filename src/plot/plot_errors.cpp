@@ -1,4 +1,5 @@
-// The seed notes' plot_quantization_errors figure: original, codes, dequantized and |error|.
+// The "Quantization in Depth" notes' plot_quantization_errors figure: original, codes,
+// dequantized and |error|.
 #include <algorithm>
 #include <cmath>
 #include <limits>

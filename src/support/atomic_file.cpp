@@ -24,7 +24,7 @@ std::string errno_text(int error) {
 }
 
 std::string exists_message(const std::filesystem::path& target) {
-  return target.string() + ": already exists (expected a new path, or overwrite=true)";
+  return target.string() + ": already exists (expected a new path, or the overwrite option)";
 }
 
 // The process umask, read without changing it (umask(2) can only read by setting).

@@ -24,7 +24,7 @@ namespace lucid::quantization::detail {
 class AtomicFile {
  public:
   /// Creates the temporary file. Throws Error when the target exists and `overwrite` is
-  /// false ("... already exists (expected a new path, or overwrite=true)"), when it is a
+  /// false ("... already exists (expected a new path, or the overwrite option)"), when it is a
   /// directory, or when the temporary file cannot be created.
   AtomicFile(std::filesystem::path target, bool overwrite);
   AtomicFile(AtomicFile&& other) noexcept;

@@ -23,7 +23,7 @@ namespace weight_only {
 /// Rows up to which the VNNI int8-activation path decodes int8 codes in registers
 /// (weight_only_u8_regs_64c__avx512_vnni) rather than into tiles shared by all rows; int4 codes
 /// always take the in-register kernel. The crossover measured between 64 and 128 rows
-/// (docs/performance.md, "Weight-only kernels: measurement history").
+/// (docs/performance.md, "Weight-only GEMM").
 constexpr std::int64_t int8_gemv_max_rows = 64;
 
 /// The int8-activation kernel of the entry point's variant for M rows and the weight's code

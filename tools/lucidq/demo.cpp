@@ -1,4 +1,4 @@
-// `lucidq demo`: the linear-quantization notes (seed 004) replayed section by
+// `lucidq demo`: the "Quantization in Depth" notes on linear quantization replayed section by
 // section, every number computed by the public lucid::quantization API.
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
@@ -254,9 +254,10 @@ void section_symmetric(std::FILE* out) {
              "usually quantized this way. Two conventions for the scale are in use:\n"
              "    s = r_max / ((q_max - q_min) / 2) = r_max / 127.5   on qint8 [-128, 127]\n"
              "    s = r_max / q_max                 = r_max / 127     on qint8 [-127, 127]\n"
-             "The first is the seed API's (and PyTorch's observers'): per_tensor_symmetric on "
-             "qint8. The second is the notes' get_q_scale_symmetric (and ONNX Runtime's and "
-             "TensorRT's): per_tensor_symmetric on the narrow grid qint8.narrow_range().");
+             "The first is Lucid's (lucid.quantization) and PyTorch's observers': "
+             "per_tensor_symmetric on qint8. The second is the notes' get_q_scale_symmetric (and "
+             "ONNX Runtime's and TensorRT's): per_tensor_symmetric on the narrow grid "
+             "qint8.narrow_range().");
   print_tensor(out,
                "the notes' test tensor x (torch.randn):", format_tensor(x.floats(), x.shape(), 4));
 
@@ -429,7 +430,7 @@ void run_demo(std::FILE* out, const std::vector<std::string>& selected) {
   fmt::print(out, "{}\n",
              heading(fmt::format("lucidq {} demo: linear quantization, step by step", Q::version)));
   print_text(out,
-             "A walk through the linear-quantization notes (seed 004, \"Quantization in Depth\"). "
+             "A walk through the \"Quantization in Depth\" notes on linear quantization. "
              "Every number below is computed by the lucid::quantization C++ API; the notes' own "
              "figures are quoted for comparison.");
   for (std::size_t i = 0; i < sections.size(); ++i) {
@@ -447,7 +448,7 @@ void run_demo(std::FILE* out, const std::vector<std::string>& selected) {
 
 void add_demo_command(CLI::App& app) {
   CLI::App* demo = app.add_subcommand(
-      "demo", "Walk through the linear-quantization notes (seed 004) with real numbers");
+      "demo", "Walk through the \"Quantization in Depth\" notes with real numbers");
   auto selected = std::make_shared<std::vector<std::string>>();
   std::vector<std::string> names;
   std::string footer = "Sections:\n";

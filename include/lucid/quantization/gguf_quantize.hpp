@@ -25,7 +25,7 @@ struct GgufQuantizeOptions {
   /// --output-tensor-type, --token-embedding-type). has_imatrix is set from `imatrix`.
   MixtureOptions mixture;
   /// The importance matrix (load_imatrix, or load_importance_matrix for lucidq statistics too), or
-  /// nullptr. Each tensor W uses the entry named W (docs/formats.md, "Importance matrices").
+  /// nullptr. Each tensor W uses the entry named W (docs/gguf.md, "Importance matrices").
   const ImportanceMatrix* imatrix = nullptr;
   /// Recipe rules with a ggml_type (or skip) decide first, for the tensors llama-quantize
   /// would quantize (first match wins); the mixture decides the rest. Rules with lucidq

@@ -106,7 +106,7 @@ GgmlType llama_fallback_type(const MixtureTensor& tensor, GgmlType type,
 /// with pure, or when the default type is not block-quantized), then the fallback for rows
 /// that are not a multiple of the block (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0, Q2_K /
 /// Q3_K -> Q4_0, then F16). Throws Error naming the tensor when no fallback exists.
-/// The rules are tabulated in docs/formats.md ("The llama mixture").
+/// The rules are tabulated in docs/gguf.md ("The llama mixture").
 std::vector<MixtureChoice> choose_llama_types(const std::vector<MixtureTensor>& tensors,
                                               const LlamaModelFacts& model,
                                               const MixtureOptions& options);

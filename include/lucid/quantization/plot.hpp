@@ -53,8 +53,8 @@ struct PlotOptions {
   std::optional<QDtype> code_dtype;
 };
 
-/// Draws the seed notes' plot_quantization_errors figure to `out`: four heatmaps in a row,
-/// each with a title and a colour bar:
+/// Draws the "Quantization in Depth" notes' plot_quantization_errors figure to `out`: four
+/// heatmaps in a row, each with a title and a colour bar:
 ///   1. the original tensor,
 ///   2. the n-bit integer codes (colour range = the dtype's [quant_min, quant_max]),
 ///   3. the dequantized tensor (same colour range as the original),

@@ -59,8 +59,8 @@ struct QParams {
   void validate_for(const Shape& input_shape) const;
 };
 
-/// Derives (scale, zero_point) from an observed range, as seed 000 and
-/// PyTorch's observers do, in float32 arithmetic:
+/// Derives (scale, zero_point) from an observed range, as Lucid's
+/// lucid.quantization and PyTorch's observers do, in float32 arithmetic:
 /// - the range is widened to include 0: min' = min(min, 0), max' = max(max, 0);
 /// - affine: s = (max' - min') / (qmax - qmin), z = clamp(qmin - round(min' / s), qmin, qmax);
 /// - symmetric: s = max(-min', max') / ((qmax - qmin) / 2), z = 0 for signed

@@ -16,7 +16,7 @@ namespace detail {
 struct ValidParams {};
 }  // namespace detail
 
-/// The seed's "sidecar" design: integer codes and the parameters that map
+/// Lucid's "sidecar" design (lucid.quantization): integer codes and the parameters that map
 /// them back to reals, kept together. Codes are stored as the dtype says
 /// (quint8 in uint8, qint4 packed two per byte, ...).
 class QuantizedTensor {

@@ -1,4 +1,4 @@
-"""lucid.quantization: lucidq under the seed documents' name (`import lucid.quantization as Q`).
+"""lucid.quantization: lucidq under Lucid's name (`import lucid.quantization as Q`).
 
 Every public name of lucidq is re-exported; the objects are the same
 (lucid.quantization.QScheme is lucidq.QScheme). The torch workflow names

@@ -1,12 +1,12 @@
-"""fuse_modules / fuse_modules_qat: Linear+ReLU, Linear+BatchNorm1d, Conv2d+BatchNorm2d(+ReLU).
+"""fuse_modules / fuse_modules_qat: Linear+ReLU, Linear+BN1d, Conv+BN(+ReLU) in 1d/2d/3d, BN+ReLU.
 
 For inference (fuse_modules, model in eval mode) BatchNorm is folded into the preceding
 weight and bias with its running statistics:
     k = gamma / sqrt(running_var + eps),  W' = W * k (per output channel),
     b' = (b - running_mean) * k + beta.
 For QAT (fuse_modules_qat, train mode) the BatchNorm stays a separate, trained part of a
-fused unit (fused.LinearBn1d, ConvBn2d, ConvBnReLU2d); prepare_qat swaps the unit for a QAT
-module that folds it on the fly. As torch: the first module of each group becomes the
+fused unit (fused.LinearBn1d, ConvBn1d/2d/3d, ConvBnReLU1d/2d/3d); prepare_qat swaps the
+unit for a QAT module that folds it on the fly. As torch: the first module of each group becomes the
 fused module, the others become nn.Identity; the first's forward pre-hooks and the last's
 forward hooks move to the fused module.
 """
@@ -22,7 +22,8 @@ __all__ = ["fuse_modules", "fuse_modules_qat", "fold_batch_norm"]
 
 
 def fold_batch_norm(module, bn):
-    """A copy of Linear / Conv2d `module` with the eval-mode BatchNorm `bn` folded in."""
+    """A copy of Linear / Conv1d / Conv2d / Conv3d `module` with the eval-mode BatchNorm `bn`
+    folded in."""
     if bn.num_features != module.weight.shape[0]:
         raise ValueError(
             f"fuse: {type(bn).__name__} has {bn.num_features} features but the "
@@ -57,25 +58,46 @@ def _fold(module, bn):
     return fold_batch_norm(module, bn)
 
 
-def _fold_relu(conv, bn, relu):
-    _eval_only(("Conv2d", "BatchNorm2d", "ReLU"))((conv, bn))
-    return fused.ConvReLU2d(fold_batch_norm(conv, bn), relu)
+def _fold_relu(fused_type):
+    """The builder of fused_type (a fused ConvReLU) from Conv, BatchNorm and ReLU."""
+
+    def build(conv, bn, relu):
+        _eval_only((type(conv).__name__, type(bn).__name__, "ReLU"))((conv, bn))
+        return fused_type(fold_batch_norm(conv, bn), relu)
+
+    return build
 
 
 # (types in order) -> builder of the fused module, for inference and for QAT
 _EVAL = {
     (nn.Linear, nn.ReLU): fused.LinearReLU,
     (nn.Linear, nn.BatchNorm1d): _fold,
+    (nn.Conv1d, nn.ReLU): fused.ConvReLU1d,
+    (nn.Conv1d, nn.BatchNorm1d): _fold,
+    (nn.Conv1d, nn.BatchNorm1d, nn.ReLU): _fold_relu(fused.ConvReLU1d),
     (nn.Conv2d, nn.ReLU): fused.ConvReLU2d,
     (nn.Conv2d, nn.BatchNorm2d): _fold,
-    (nn.Conv2d, nn.BatchNorm2d, nn.ReLU): _fold_relu,
+    (nn.Conv2d, nn.BatchNorm2d, nn.ReLU): _fold_relu(fused.ConvReLU2d),
+    (nn.Conv3d, nn.ReLU): fused.ConvReLU3d,
+    (nn.Conv3d, nn.BatchNorm3d): _fold,
+    (nn.Conv3d, nn.BatchNorm3d, nn.ReLU): _fold_relu(fused.ConvReLU3d),
+    (nn.BatchNorm2d, nn.ReLU): fused.BNReLU2d,
+    (nn.BatchNorm3d, nn.ReLU): fused.BNReLU3d,
 }
 _QAT = {
     (nn.Linear, nn.ReLU): fused.LinearReLU,
     (nn.Linear, nn.BatchNorm1d): fused.LinearBn1d,
+    (nn.Conv1d, nn.ReLU): fused.ConvReLU1d,
+    (nn.Conv1d, nn.BatchNorm1d): fused.ConvBn1d,
+    (nn.Conv1d, nn.BatchNorm1d, nn.ReLU): fused.ConvBnReLU1d,
     (nn.Conv2d, nn.ReLU): fused.ConvReLU2d,
     (nn.Conv2d, nn.BatchNorm2d): fused.ConvBn2d,
     (nn.Conv2d, nn.BatchNorm2d, nn.ReLU): fused.ConvBnReLU2d,
+    (nn.Conv3d, nn.ReLU): fused.ConvReLU3d,
+    (nn.Conv3d, nn.BatchNorm3d): fused.ConvBn3d,
+    (nn.Conv3d, nn.BatchNorm3d, nn.ReLU): fused.ConvBnReLU3d,
+    (nn.BatchNorm2d, nn.ReLU): fused.BNReLU2d,
+    (nn.BatchNorm3d, nn.ReLU): fused.BNReLU3d,
 }
 
 

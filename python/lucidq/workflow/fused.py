@@ -8,7 +8,11 @@ wherever these are (see mappings.py).
 
 from torch import nn
 
-__all__ = ["FusedModule", "LinearReLU", "LinearBn1d", "ConvReLU2d", "ConvBn2d", "ConvBnReLU2d"]
+__all__ = [
+    "FusedModule", "LinearReLU", "LinearBn1d", "ConvReLU1d", "ConvReLU2d", "ConvReLU3d",
+    "ConvBn1d", "ConvBn2d", "ConvBn3d", "ConvBnReLU1d", "ConvBnReLU2d", "ConvBnReLU3d",
+    "BNReLU2d", "BNReLU3d",
+]
 
 
 class FusedModule(nn.Sequential):
@@ -44,6 +48,54 @@ class ConvReLU2d(FusedModule):
     """Conv2d (BatchNorm already folded in, if there was one) then ReLU."""
 
     _PARTS = (nn.Conv2d, nn.ReLU)
+
+
+class ConvReLU1d(FusedModule):
+    """Conv1d (BatchNorm already folded in, if there was one) then ReLU."""
+
+    _PARTS = (nn.Conv1d, nn.ReLU)
+
+
+class ConvReLU3d(FusedModule):
+    """Conv3d (BatchNorm already folded in, if there was one) then ReLU."""
+
+    _PARTS = (nn.Conv3d, nn.ReLU)
+
+
+class BNReLU2d(FusedModule):
+    """BatchNorm2d then ReLU (quantized as one per-channel table)."""
+
+    _PARTS = (nn.BatchNorm2d, nn.ReLU)
+
+
+class BNReLU3d(FusedModule):
+    """BatchNorm3d then ReLU (quantized as one per-channel table)."""
+
+    _PARTS = (nn.BatchNorm3d, nn.ReLU)
+
+
+class ConvBn1d(FusedModule):
+    """Conv1d then BatchNorm1d, kept apart for QAT."""
+
+    _PARTS = (nn.Conv1d, nn.BatchNorm1d)
+
+
+class ConvBn3d(FusedModule):
+    """Conv3d then BatchNorm3d, kept apart for QAT."""
+
+    _PARTS = (nn.Conv3d, nn.BatchNorm3d)
+
+
+class ConvBnReLU1d(FusedModule):
+    """Conv1d, BatchNorm1d, ReLU, kept apart for QAT."""
+
+    _PARTS = (nn.Conv1d, nn.BatchNorm1d, nn.ReLU)
+
+
+class ConvBnReLU3d(FusedModule):
+    """Conv3d, BatchNorm3d, ReLU, kept apart for QAT."""
+
+    _PARTS = (nn.Conv3d, nn.BatchNorm3d, nn.ReLU)
 
 
 class ConvBn2d(FusedModule):

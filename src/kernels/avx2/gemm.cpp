@@ -1,5 +1,5 @@
 // AVX2 GEMM kernel: u8 × s8 products widened to int16 and multiplied with vpmaddwd (exact; never
-// the saturating vpmaddubsw). Design and measurements: docs/performance.md, "AVX2".
+// the saturating vpmaddubsw). Design: docs/kernels.md; measurements: docs/performance.md.
 //
 // Blocks of more than 16 rows (the driver's large-M tiles) take the widened path: for each slice
 // of ≤ 3 panels and each block of `block_depth` k, the slice's weights are widened once into an
@@ -8,7 +8,7 @@
 // accumulators, 3 weight vectors, 1 broadcast activation pair: all 16 ymm registers) then does
 // one vpmaddwd + vpaddd per 16 multiply-adds. Blocks of up to 16 rows (the weights would be
 // widened for too few rows) take the direct path: each weight group is widened in registers as
-// it is read, for row groups of up to 6 rows (docs/performance.md, "direct path").
+// it is read, for row groups of up to 6 rows (docs/kernels.md, "Int8 GEMM kernels").
 #include <immintrin.h>
 
 #include <algorithm>

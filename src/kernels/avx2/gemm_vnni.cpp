@@ -4,7 +4,7 @@
 // 4-row group runs two register tiles over it, of 3 vectors each: 12 accumulators, 3 weight
 // vectors and one broadcast activation quad fill the 16 ymm registers, and each k group costs
 // 7 loads per 12 vpdpbusd. vpdpbusd sums u8 × s8 products in int32, so it is exact for every
-// code. Measurements: docs/performance.md, "AVX-VNNI".
+// code. Measurements: docs/performance.md, "Int8 GEMM".
 #include <immintrin.h>
 
 #include <algorithm>
@@ -31,7 +31,7 @@ inline std::int32_t load4(const std::uint8_t* p) {
 // Adds `groups` k groups of the full 4-row × 3-vector tile to out (row r, vector v at
 // out[8 (3r + v)]), in assembly: with 12 accumulators, 3 weight vectors and the broadcast
 // activations all 16 ymm registers are in use, and GCC's allocator spilled accumulators to the
-// stack in every k group of the intrinsic version (docs/performance.md, "AVX-VNNI"). Row r's
+// stack in every k group of the intrinsic version (docs/kernels.md, "Int8 GEMM kernels"). Row r's
 // codes start at a[r], vector v's weights at w[v], its groups 64 bytes apart.
 #define LUCIDQ_VNNI_ROW(r, c0, c1, c2, flip_step)          \
   "vpbroadcastd (%[a" #r "],%[ka]), %%ymm15\n\t" flip_step \

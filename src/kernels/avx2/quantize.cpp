@@ -149,7 +149,7 @@ void quantize__avx2(const void* x, std::int64_t n, Affine p, Grid grid, void* co
 }
 
 // quantize__avx2 at width b8 with non-temporal stores of the codes (outputs larger than the
-// caches: no read for ownership; docs/performance.md, "Non-temporal stores").
+// caches: no read for ownership; docs/kernels.md, "Elementwise kernels").
 template <FloatType T>
 void quantize_streaming__avx2(const void* x, std::int64_t n, Affine p, Grid grid, void* codes) {
   auto* bytes = static_cast<std::int8_t*>(codes);
@@ -230,7 +230,7 @@ void fake_quantize__avx2(const void* x, std::int64_t n, Affine p, Grid grid, flo
 }
 
 // fake_quantize__avx2 with non-temporal stores of out (outputs larger than the caches;
-// docs/performance.md, "Non-temporal stores"); the mask is stored plainly.
+// docs/kernels.md, "Elementwise kernels"); the mask is stored plainly.
 template <FloatType T>
 void fake_quantize_streaming__avx2(const void* x, std::int64_t n, Affine p, Grid grid, float* out,
                                    std::uint8_t* mask) {
@@ -294,7 +294,7 @@ void dequantize__avx2(const void* codes, std::int64_t n, float scale, std::int32
 }
 
 // dequantize__avx2 with non-temporal stores (outputs larger than the caches: no read for
-// ownership, no eviction of the input; docs/performance.md, "Non-temporal stores").
+// ownership, no eviction of the input; docs/kernels.md, "Elementwise kernels").
 template <CodeType C>
 void dequantize_streaming__avx2(const void* codes, std::int64_t n, float scale,
                                 std::int32_t zero_point, float* out) {

@@ -89,7 +89,7 @@ inline bool all_zero(const std::int32_t* zero_point, std::int64_t groups) {
 // lie in their groups' own ranges, no zero point added when every zero point is 0 (symmetric
 // signed grids; affine ones over values that are never negative). Two to four instructions fewer
 // per 32 codes of about 20: the codes pass over 512 KB about 11 % less time (docs/performance.md,
-// "Session 19").
+// "Elementwise").
 template <FloatType T, int V, bool Signed, bool Clamp, class Out>
 void group_codes_for_values(const void* x, std::int64_t groups, std::int64_t group_size,
                             const float* inv_scale, const std::int32_t* zero_point, Grid grid,

@@ -119,7 +119,7 @@ void requantize__avx2(const std::int32_t* acc, std::int64_t n, float multiplier,
 }
 
 // requantize__avx2 with non-temporal stores of the codes (outputs larger than the caches;
-// docs/performance.md, "Non-temporal stores"); multipliers > 1 (the double route) store plainly.
+// docs/kernels.md, "Elementwise kernels"); multipliers > 1 (the double route) store plainly.
 void requantize_streaming__avx2(const std::int32_t* acc, std::int64_t n, float multiplier,
                                 std::int32_t zero_point, Grid grid, std::uint8_t* out) {
   if (!(multiplier <= 1.0f)) {

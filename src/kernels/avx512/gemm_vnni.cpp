@@ -7,8 +7,7 @@
 // pass over a slice prefetches the first 8 KiB of the next slice's panels, which otherwise start
 // cold. Tile shapes for M = 9..16: the 8-row tile runs twice over each 3-panel slice, the second
 // pass from L2 (taller tiles alias in L1 and stream 16 · K activation bytes from L2 per panel).
-// The measurements behind each choice: docs/performance.md, "Int8 GEMM kernel: measurement
-// history".
+// The measurements behind each choice: docs/performance.md, "Int8 GEMM".
 #include <immintrin.h>
 
 #include <algorithm>

@@ -104,7 +104,7 @@ void quantize__avx512(const void* x, std::int64_t n, Affine p, Grid grid, void* 
 }
 
 // quantize__avx512 at width b8 with non-temporal stores of the codes (outputs larger than the
-// caches: no read for ownership; docs/performance.md, "Non-temporal stores").
+// caches: no read for ownership; docs/kernels.md, "Elementwise kernels").
 template <FloatType T>
 void quantize_streaming__avx512(const void* x, std::int64_t n, Affine p, Grid grid, void* codes) {
   auto* bytes = static_cast<std::uint8_t*>(codes);
@@ -164,7 +164,7 @@ void fake_quantize__avx512(const void* x, std::int64_t n, Affine p, Grid grid, f
 }
 
 // fake_quantize__avx512 with non-temporal stores of out (outputs larger than the caches;
-// docs/performance.md, "Non-temporal stores"); the mask is stored plainly.
+// docs/kernels.md, "Elementwise kernels"); the mask is stored plainly.
 template <FloatType T>
 void fake_quantize_streaming__avx512(const void* x, std::int64_t n, Affine p, Grid grid, float* out,
                                      std::uint8_t* mask) {
@@ -234,7 +234,7 @@ void dequantize__avx512(const void* codes, std::int64_t n, float scale, std::int
 }
 
 // dequantize__avx512 with non-temporal stores (outputs larger than the caches;
-// docs/performance.md, "Non-temporal stores").
+// docs/kernels.md, "Elementwise kernels").
 template <CodeType C>
 void dequantize_streaming__avx512(const void* codes, std::int64_t n, float scale,
                                   std::int32_t zero_point, float* out) {

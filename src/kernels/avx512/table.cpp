@@ -29,7 +29,8 @@ const KernelTable& avx512_table() {
     }
     t.group_qparams = avx2_table().group_qparams;
     // The AVX2 requantize (int16 saturation instead of a double clamp) runs 2.3x the AVX-512
-    // kernel's rate in L1 on Zen 4 (docs/performance.md, AVX2); per-element multipliers keep it.
+    // kernel's rate in L1 on Zen 4 (docs/performance.md, "Elementwise"); per-element multipliers
+    // keep it.
     t.requantize = avx2_table().requantize;
     t.requantize_streaming = avx2_table().requantize_streaming;
     t.gemm = {gemm_u8s8_i32_16c4__avx512_bw, 8};

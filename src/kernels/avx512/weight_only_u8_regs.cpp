@@ -29,7 +29,7 @@ constexpr int max_rows = 4;
 // Bytes ahead of the block being decoded that each panel stream asks the prefetcher for.
 constexpr std::int64_t prefetch_bytes = 2048;
 // ... and into L2 (faster than the L1 prefetch alone on cold weights: docs/performance.md,
-// "Weight-only kernels: measurement history").
+// "Weight-only GEMM").
 constexpr std::int64_t prefetch_far_bytes = 6144;
 
 // An int4 block as unsigned operands: the signed grid's nibble n becomes u = n ^ 8 = q + 8
@@ -247,8 +247,7 @@ void run_blocks(const Int8Args& a, std::int64_t panel_begin, std::int64_t panel_
 // Software prefetch unless the weights are on huge pages and there is one block of rows: then
 // the hardware prefetchers keep the streams full alone and the prefetch instructions only cost
 // time. With more rows the later row blocks re-read the panels and the prefetch pays, and on
-// 4 KiB pages it always does (numbers: docs/performance.md, "Weight-only kernels: measurement
-// history").
+// 4 KiB pages it always does (numbers: docs/performance.md, "Weight-only GEMM").
 template <int Bits, bool Symmetric, bool Blocks>
 void run(const Int8Args& a, std::int64_t panel_begin, std::int64_t panel_end) {
   if (a.w.huge_pages && a.m <= max_rows) {

@@ -1,6 +1,6 @@
-"""QAT Conv2d, ConvReLU2d, ConvBn2d, ConvBnReLU2d: convolutions with fake-quantized weights.
+"""QAT Conv, ConvReLU, ConvBn, ConvBnReLU (1d, 2d, 3d): convolutions with fake-quantized weights.
 
-ConvBn2d / ConvBnReLU2d train their BatchNorm as torch 1.13's nniqat.ConvBn2d (its default,
+The ConvBn units train their BatchNorm as torch 1.13's nniqat.ConvBn2d (its default,
 approximate path): with k = gamma / sqrt(running_var + eps), the weight W · k is fake
 quantized, the convolution runs without bias, its output is divided by k, the conv bias
 added, then the BatchNorm runs (batch statistics while its statistics are live, running
@@ -16,12 +16,21 @@ from torch import nn
 from ... import _lucidq
 from .linear import _qconfig_of
 
-__all__ = ["Conv2d", "ConvReLU2d", "ConvBn2d", "ConvBnReLU2d", "freeze_bn_stats",
-           "update_bn_stats"]
+__all__ = [
+    "Conv1d", "Conv2d", "Conv3d", "ConvReLU1d", "ConvReLU2d", "ConvReLU3d", "ConvBn1d",
+    "ConvBn2d", "ConvBn3d", "ConvBnReLU1d", "ConvBnReLU2d", "ConvBnReLU3d", "freeze_bn_stats",
+    "update_bn_stats",
+]
 
 
-class Conv2d(nn.Conv2d):
-    """nn.Conv2d with fake-quantized weights; qconfig is required."""
+def _channel_shape(ndim, axis):
+    """(1, …, -1, …, 1) of ndim axes with -1 at axis: a per-channel vector's broadcast shape."""
+    return tuple(-1 if i == axis else 1 for i in range(ndim))
+
+
+class _FakeQuantConv:
+    """Mixin before an nn.Conv{1,2,3}d: the conv with fake-quantized weights; qconfig is
+    required."""
 
     def __init__(self, conv, qconfig):
         super().__init__(conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride,
@@ -39,7 +48,7 @@ class Conv2d(nn.Conv2d):
 
     @classmethod
     def from_float(cls, mod):
-        """Shares the float module's Parameters (a Conv2d, or the Conv2d of a fused ConvReLU2d)."""
+        """Shares the float module's Parameters (a conv, or the conv of a fused ConvReLU)."""
         qconfig = _qconfig_of(mod, cls)
         conv = mod[0] if isinstance(mod, nn.Sequential) else mod
         new = cls(conv, qconfig)
@@ -48,15 +57,39 @@ class Conv2d(nn.Conv2d):
         return new
 
 
-class ConvReLU2d(Conv2d):
-    """QAT Conv2d followed by ReLU (before the output fake quantizer)."""
+class _ReLU:
+    """Mixin before a QAT conv: ReLU after it (before the output fake quantizer)."""
 
     def forward(self, x):
         return F.relu(super().forward(x))
 
 
-class ConvBn2d(nn.Module):
-    """Conv2d + BatchNorm2d trained with the BatchNorm-scaled, fake-quantized weight."""
+class Conv1d(_FakeQuantConv, nn.Conv1d):
+    """nn.Conv1d with fake-quantized weights."""
+
+
+class Conv2d(_FakeQuantConv, nn.Conv2d):
+    """nn.Conv2d with fake-quantized weights."""
+
+
+class Conv3d(_FakeQuantConv, nn.Conv3d):
+    """nn.Conv3d with fake-quantized weights."""
+
+
+class ConvReLU1d(_ReLU, Conv1d):
+    """QAT Conv1d followed by ReLU."""
+
+
+class ConvReLU2d(_ReLU, Conv2d):
+    """QAT Conv2d followed by ReLU."""
+
+
+class ConvReLU3d(_ReLU, Conv3d):
+    """QAT Conv3d followed by ReLU."""
+
+
+class _ConvBn(nn.Module):
+    """Conv + BatchNorm trained with the BatchNorm-scaled, fake-quantized weight."""
 
     RELU = False
 
@@ -108,10 +141,12 @@ class ConvBn2d(nn.Module):
 
     def forward(self, x):
         k = self._bn_scale()
-        w = self.weight_fake_quant(self.conv.weight * k.reshape(-1, 1, 1, 1))
-        y = self.conv._conv_forward(x, w, None) / k.reshape(1, -1, 1, 1)
+        weight_shape = _channel_shape(self.conv.weight.dim(), 0)
+        w = self.weight_fake_quant(self.conv.weight * k.reshape(weight_shape))
+        y = self.conv._conv_forward(x, w, None)
+        y = y / k.reshape(_channel_shape(y.dim(), 1))
         if self.conv.bias is not None:
-            y = y + self.conv.bias.reshape(1, -1, 1, 1)
+            y = y + self.conv.bias.reshape(_channel_shape(y.dim(), 1))
         y = self.bn(y)
         return F.relu(y) if self.RELU else y
 
@@ -120,7 +155,26 @@ class ConvBn2d(nn.Module):
         k = self._bn_scale()
         bias = self.conv.bias if self.conv.bias is not None else torch.zeros_like(k)
         beta = self.bn.bias if self.bn.bias is not None else torch.zeros_like(k)
-        return self.conv.weight * k.reshape(-1, 1, 1, 1), (bias - self.bn.running_mean) * k + beta
+        weight = self.conv.weight * k.reshape(_channel_shape(self.conv.weight.dim(), 0))
+        return weight, (bias - self.bn.running_mean) * k + beta
+
+
+class ConvBn1d(_ConvBn):
+    """Conv1d + BatchNorm1d."""
+
+
+class ConvBn2d(_ConvBn):
+    """Conv2d + BatchNorm2d."""
+
+
+class ConvBn3d(_ConvBn):
+    """Conv3d + BatchNorm3d."""
+
+
+class ConvBnReLU1d(ConvBn1d):
+    """ConvBn1d followed by ReLU (before the output fake quantizer)."""
+
+    RELU = True
 
 
 class ConvBnReLU2d(ConvBn2d):
@@ -129,13 +183,19 @@ class ConvBnReLU2d(ConvBn2d):
     RELU = True
 
 
+class ConvBnReLU3d(ConvBn3d):
+    """ConvBn3d followed by ReLU (before the output fake quantizer)."""
+
+    RELU = True
+
+
 def freeze_bn_stats(module):
     """For model.apply(freeze_bn_stats): freezes the BatchNorm statistics of ConvBn units."""
-    if isinstance(module, ConvBn2d):
+    if isinstance(module, _ConvBn):
         module.freeze_bn_stats()
 
 
 def update_bn_stats(module):
     """For model.apply(update_bn_stats): resumes updating them."""
-    if isinstance(module, ConvBn2d):
+    if isinstance(module, _ConvBn):
         module.update_bn_stats()

@@ -1,10 +1,11 @@
-"""Static W8A8 Conv1d, Conv2d and ConvReLU2d: 8-bit codes in, 8-bit codes out, on lucidq.conv2d.
+"""Static W8A8 Conv1d, Conv2d, ConvReLU1d, ConvReLU2d: 8-bit codes in and out, on lucidq.conv2d.
 
 Each call is one integer pass of lucidq.conv2d_requantize on the input's NCHW codes:
 acc = Σ (x − z_in) · w exact in int32 (padding reads as z_in, i.e. float zero), then
 out = clamp(nearbyint(acc · s_in·s_w[o]/s_out + bias[o]/s_out) + z_out), ReLU fused into the
-clamp for ConvReLU2d. Conv1d is the same with H = 1. Weights: int8 per output channel (the
-qconfig's weight observer), packed once (im2col GEMM, pointwise GEMM or depthwise kernel).
+clamp for ConvReLU1d / ConvReLU2d. Conv1d is the same with H = 1. Weights: int8 per output
+channel (the qconfig's weight observer), packed once (im2col GEMM, pointwise GEMM or
+depthwise kernel).
 """
 
 import numpy as np
@@ -18,7 +19,7 @@ from ._io import float_bias
 from ._state import QuantizedState
 from ._weights import int8_codes
 
-__all__ = ["Conv1d", "Conv2d", "ConvReLU2d"]
+__all__ = ["Conv1d", "Conv2d", "ConvReLU1d", "ConvReLU2d"]
 
 
 def _pair(value):
@@ -148,3 +149,9 @@ class Conv1d(Conv2d):
     """Quantized nn.Conv1d: [B, C, L] codes, computed as conv2d with H = 1."""
 
     SPATIAL_DIMS = 1
+
+
+class ConvReLU1d(Conv1d):
+    """Quantized fused Conv1d + ReLU (the ReLU is the requantization clamp from zero_point)."""
+
+    RELU = True
