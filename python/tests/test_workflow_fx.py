@@ -23,6 +23,7 @@ import torch.nn.functional as F  # noqa: E402
 from test_workflow_torchvision import calibrate, set_batch_norm_statistics, sqnr  # noqa: E402
 
 import lucidq  # noqa: E402
+from lucidq.workflow import qat as LWQAT  # noqa: E402
 from lucidq.workflow import quantized as LWQ  # noqa: E402
 from lucidq.workflow.fx.rewrite import Functional  # noqa: E402
 from lucidq.workflow.fx.trace import _Proxy  # noqa: E402
@@ -219,6 +220,39 @@ def test_codes_equal_eager_mode_on_the_fused_model(seed):
     assert str(lucidq.fuse_fx(model).conv) == str(fused.conv)
 
 
+class Patterns(nn.Module):
+    """Conv1d–BatchNorm1d–relu, Conv3d–ReLU and BatchNorm2d–ReLU (after an add)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1d, self.bn1d = nn.Conv1d(3, 4, 3), nn.BatchNorm1d(4)
+        self.conv3d, self.relu3d = nn.Conv3d(3, 4, 3), nn.ReLU()
+        self.bn2d, self.relu2d = nn.BatchNorm2d(3), nn.ReLU()
+
+    def forward(self, x):
+        a = F.relu(self.bn1d(self.conv1d(x.flatten(2))))
+        b = self.relu3d(self.conv3d(x.unsqueeze(2).expand(-1, -1, 3, -1, -1)))
+        c = self.relu2d(self.bn2d(x + x))
+        return a.mean() + b.mean() + c.mean()
+
+
+def test_fusion_patterns_in_1d_3d_and_batch_norm_relu(seed):
+    torch.manual_seed(seed)
+    model = Patterns()
+    batches = [torch.randn(4, 3, 6, 6, generator=torch.Generator().manual_seed(seed + 1))]
+    model.train()
+    with torch.no_grad():
+        model(batches[0])  # BatchNorm statistics of the data
+    qat = lucidq.prepare_qat_fx(model, lucidq.get_default_qat_qconfig_mapping("onednn"),
+                                (batches[0],))
+    assert isinstance(qat.conv1d, LWQAT.ConvBnReLU1d) and isinstance(qat.conv3d, LWQAT.ConvReLU3d)
+    converted = lucidq_fx(model.eval(), batches[0], batches)
+    assert isinstance(converted.conv1d, LWQ.ConvReLU1d)
+    assert isinstance(converted.conv3d, LWQ.ConvReLU3d)
+    assert isinstance(converted.bn2d, LWQ.BNReLU2d)
+    assert not hasattr(converted, "bn1d") and no_back_to_back(converted)
+
+
 class Gate(nn.Module):
     """Data-dependent control flow: torch.fx cannot trace it."""
 
@@ -364,7 +398,6 @@ def test_digits_resnet_fx_ptq(digits):
 
 def test_digits_resnet_fx_qat(digits):
     from digits import accuracy, report, train
-    from lucidq.workflow import qat as LWQAT
 
     model, float_score, data = digits
     prepared = lucidq.prepare_qat_fx(copy.deepcopy(model).train(),

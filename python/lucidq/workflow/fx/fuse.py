@@ -1,10 +1,10 @@
-"""Fusion by pattern on a traced graph: conv–bn(–relu), linear–bn, linear–relu, conv–relu.
+"""Fusion by pattern on a traced graph: conv–bn(–relu), linear–bn, linear–relu, conv–relu, bn–relu.
 
 For inference (model in eval mode) BatchNorm after Conv1d / Conv2d / Conv3d / Linear is
-folded into the weight and bias (fuse.fold_batch_norm), then Conv2d / Linear followed by a
-ReLU (nn.ReLU, F.relu, torch.relu or .relu()) becomes fused.ConvReLU2d / LinearReLU. For
-QAT (train mode) BatchNorm stays a trained part of fused.ConvBn2d, ConvBnReLU2d or
-LinearBn1d. A pattern fuses only when each intermediate result has one user, the first
+folded into the weight and bias (fuse.fold_batch_norm), then Conv1d / 2d / 3d, Linear or
+BatchNorm2d / 3d followed by a ReLU (nn.ReLU, F.relu, torch.relu or .relu()) becomes
+fused.ConvReLU1d / 2d / 3d, LinearReLU or BNReLU2d / 3d. For QAT (train mode) BatchNorm
+stays a trained part of fused.ConvBn1d / 2d / 3d, ConvBnReLU1d / 2d / 3d or LinearBn1d. A pattern fuses only when each intermediate result has one user, the first
 module is called once in the graph, and the ReLU is quantized exactly when the first module
 is (its qconfig, node.meta["lucidq_qconfig"], is None for both or for neither). The fused
 module takes the first module's name; the BatchNorm, no longer called, is removed.
@@ -19,11 +19,15 @@ from ..fuse import fold_batch_norm
 
 __all__ = ["fuse_graph", "is_relu"]
 
-_CONVS = (nn.Conv1d, nn.Conv2d, nn.Conv3d)
 _BATCH_NORM_OF = {nn.Conv1d: nn.BatchNorm1d, nn.Conv2d: nn.BatchNorm2d,
                   nn.Conv3d: nn.BatchNorm3d, nn.Linear: nn.BatchNorm1d}
-_RELU_FUSED = {nn.Conv2d: fused.ConvReLU2d, nn.Linear: fused.LinearReLU}
-_QAT_BN_FUSED = {nn.Conv2d: fused.ConvBn2d, nn.Linear: fused.LinearBn1d}
+_RELU_FUSED = {nn.Conv1d: fused.ConvReLU1d, nn.Conv2d: fused.ConvReLU2d,
+               nn.Conv3d: fused.ConvReLU3d, nn.Linear: fused.LinearReLU,
+               nn.BatchNorm2d: fused.BNReLU2d, nn.BatchNorm3d: fused.BNReLU3d}
+_QAT_BN_FUSED = {nn.Conv1d: fused.ConvBn1d, nn.Conv2d: fused.ConvBn2d,
+                 nn.Conv3d: fused.ConvBn3d, nn.Linear: fused.LinearBn1d}
+_QAT_BN_RELU_FUSED = {nn.Conv1d: fused.ConvBnReLU1d, nn.Conv2d: fused.ConvBnReLU2d,
+                      nn.Conv3d: fused.ConvBnReLU3d}
 
 
 def is_relu(node, modules):
@@ -84,10 +88,10 @@ def fuse_graph(gm, qat=False):
         modules = dict(gm.named_modules())
         first = gm.get_submodule(node.target)
         kind = type(first)
-        if kind not in _BATCH_NORM_OF:
+        if kind not in _BATCH_NORM_OF and kind not in _RELU_FUSED:
             continue
         bn_node = _only_user(node)
-        bn = _module_of(bn_node, modules, (_BATCH_NORM_OF[kind],))
+        bn = _module_of(bn_node, modules, (_BATCH_NORM_OF.get(kind),))
         if bn is not None and calls.get(bn_node.target) != 1:
             bn = None
         if bn is not None and not qat and not bn.training:
@@ -97,10 +101,10 @@ def fuse_graph(gm, qat=False):
         if bn is not None and qat:  # BatchNorm kept in the fused unit
             if kind not in _QAT_BN_FUSED:
                 continue
-            relu = _relu_after(bn_node, modules) if kind is nn.Conv2d else None
+            relu = _relu_after(bn_node, modules) if kind in _QAT_BN_RELU_FUSED else None
             if relu is not None:
                 _replace_chain(gm, [node, bn_node, relu],
-                               fused.ConvBnReLU2d(first, bn, nn.ReLU()), erased)
+                               _QAT_BN_RELU_FUSED[kind](first, bn, nn.ReLU()), erased)
             else:
                 _replace_chain(gm, [node, bn_node], _QAT_BN_FUSED[kind](first, bn), erased)
             count += 1
