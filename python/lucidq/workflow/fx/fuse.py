@@ -85,7 +85,7 @@ def fuse_graph(gm, qat=False):
     for node in list(gm.graph.nodes):
         if node in erased or node.op != "call_module" or calls.get(node.target) != 1:
             continue
-        modules = dict(gm.named_modules())
+        modules = dict(gm.named_modules(remove_duplicate=False))
         first = gm.get_submodule(node.target)
         kind = type(first)
         if kind not in _BATCH_NORM_OF and kind not in _RELU_FUSED:
@@ -109,7 +109,7 @@ def fuse_graph(gm, qat=False):
                 _replace_chain(gm, [node, bn_node], _QAT_BN_FUSED[kind](first, bn), erased)
             count += 1
             continue
-        modules = dict(gm.named_modules())
+        modules = dict(gm.named_modules(remove_duplicate=False))
         relu = _relu_after(node, modules) if kind in _RELU_FUSED else None
         if relu is not None:
             _replace_chain(gm, [node, relu],

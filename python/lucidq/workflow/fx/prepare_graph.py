@@ -26,20 +26,25 @@ def prepare_graph(gm, prefix, example_inputs, mapping, leaf_names, leaf_classes,
     fuse_graph(gm, qat=qat)
     _record_kinds(gm, example_inputs, fn)
     dynamic, states = rewrite(gm, qat=qat)
-    dynamic.update(_dynamic_inside_leaves(gm, prefix, mapping, dynamic))
+    dynamic.update(_dynamic_inside_leaves(gm, prefix, mapping, dynamic, leaf_names,
+                                          leaf_classes))
     gm.lucidq_fx = {"dynamic": dynamic, "states": states}
     if dynamic and all(m.qconfig is None for m in gm.modules()):
         return  # dynamic entries only: nothing to observe
     (prepare_qat if qat else prepare)(gm, None, inplace=True)
 
 
-def _dynamic_inside_leaves(gm, prefix, mapping, dynamic):
+def _dynamic_inside_leaves(gm, prefix, mapping, dynamic, leaf_names, leaf_classes):
     """{name: qconfig} of modules the graph does not call (inside leaf modules such as
     nn.TransformerEncoderLayer) whose mapping entry is dynamic: quantize_dynamic needs no
-    graph, so they are quantized too."""
+    graph, so they are quantized too; not inside prepare_custom_config's modules (float)."""
     types = set(dynamic_mapping())
+    kept = list(leaf_names)
+    kept += [name for name, m in gm.named_modules() if isinstance(m, tuple(leaf_classes))]
     found = {}
     for name, module in gm.named_modules():
+        if any(name == k or name.startswith(k + ".") for k in kept):
+            continue
         if type(module) in types and name not in dynamic:
             qconfig = mapping.qconfig_for(prefix + name, module)
             if is_dynamic(qconfig):
@@ -48,11 +53,10 @@ def _dynamic_inside_leaves(gm, prefix, mapping, dynamic):
 
 
 def _set_node_qconfigs(gm, prefix, mapping, leaf_names, leaf_classes):
-    modules = dict(gm.named_modules())
     for node in gm.graph.nodes:
         path = node.meta.get("lucidq_module", "")
         if node.op == "call_module":
-            module = modules[node.target]
+            module = gm.get_submodule(node.target)
             user_leaf = node.target in leaf_names or isinstance(module, tuple(leaf_classes))
             qconfig = None if user_leaf else mapping.qconfig_for(prefix + node.target, module)
         elif node.op in ("call_function", "call_method"):

@@ -96,7 +96,7 @@ class _Rewriter:
     def __init__(self, gm, qat):
         self.gm = gm
         self.graph = gm.graph
-        self.modules = dict(gm.named_modules())
+        self.modules = dict(gm.named_modules(remove_duplicate=False))
         self.quantizable = set(static_mapping()) | (set(qat_mapping()) if qat else set())
         self.dynamic_types = set(dynamic_mapping())
         self.state = {}
