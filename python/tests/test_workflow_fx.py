@@ -431,3 +431,25 @@ def test_readme_graph_mode_example_runs():
     scope = {}
     exec(compile(section[start:section.index("```\n", start)], "README.md", "exec"), scope)
     assert isinstance(scope["quantized"].get_submodule("layer1.0.conv1"), LWQ.ConvReLU2d)
+
+
+def test_weight_only_and_dynamic_entries_in_one_mapping(seed):
+    torch.manual_seed(seed)
+    model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(),
+                          nn.Linear(64, 8)).eval()
+    x = torch.randn(6, 64, generator=torch.Generator().manual_seed(seed + 1))
+    mapping = (lucidq.get_default_qconfig_mapping("onednn")
+               .set_module_name("0", lucidq.WeightOnlyConfig(bits=4, group_size=32))
+               .set_module_name("2", lucidq.DynamicConfig()))
+    prepared = lucidq.prepare_fx(model, mapping, (x,))
+    prepared(x)
+    converted = lucidq.convert_fx(prepared)
+    assert isinstance(converted.get_submodule("0"), LWQ.weight_only.Linear)
+    assert isinstance(converted.get_submodule("2"), LWQ.dynamic.Linear)
+    assert isinstance(converted.get_submodule("4"), LWQ.Linear)  # static, the global entry
+    with torch.no_grad():
+        quality = sqnr(model(x), converted(x))
+    print(f"weight-only int4 + dynamic + static: SQNR {quality:.2f} dB")
+    assert quality > 15.0
+    with pytest.raises(lucidq.Error, match=r"module '0' \(Linear\) a WeightOnlyConfig"):
+        lucidq.prepare(model, mapping)

@@ -33,6 +33,7 @@ from . import fused, stubs
 from ._hooks import check_linear_input_hook, observe_output_hook
 from ._paths import record_paths
 from .convert import remove_observers, swap_modules
+from .dynamic import DynamicConfig, WeightOnlyConfig
 from .mappings import observes_output, qat_mapping, static_mapping
 from .qconfig import as_qconfig
 from .qconfig_mapping import (
@@ -129,6 +130,11 @@ def propagate_qconfig(model, qconfig_mapping=None, fn="prepare"):
         raise _lucidq.Error(f"{fn}: {error}") from None
     for name, module in model.named_modules():
         module.qconfig = qconfig_mapping.qconfig_for(name, module)
+        if isinstance(module.qconfig, (DynamicConfig, WeightOnlyConfig)):
+            raise _lucidq.Error(
+                f"{fn}: the mapping gives module {name!r} ({type(module).__name__}) a "
+                f"{type(module.qconfig).__name__} (expected a QConfig or None: use "
+                "quantize_dynamic / quantize_weight_only, or prepare_fx, which applies them)")
 
 
 def _inherit(module, parent_qconfig):

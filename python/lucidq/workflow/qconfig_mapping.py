@@ -12,7 +12,9 @@
         precedence module name (the name itself, then its parents: "a.b.c",
         "a.b", "a") > regex > object type > global, as torch's
         maybe_adjust_qconfig_for_module_type_or_name. None (set anywhere)
-        means "leave this module float".
+        means "leave this module float". Values: QConfig (lucidq's or torch's), None,
+        and for prepare_fx also DynamicConfig / WeightOnlyConfig (dynamic / weight-only
+        Linear and recurrent modules; eager prepare refuses them).
     check_module_names(model)  ValueError naming every module_name key that is
         not a submodule of model (a typo would otherwise silently do nothing).
     to_dict() / from_dict(d)   torch's dict form: keys "", "object_type",
@@ -59,6 +61,10 @@ _NAME_KEY = "module_name"
 
 
 def _check_qconfig(qconfig, what):
+    from .dynamic import DynamicConfig, WeightOnlyConfig  # dynamic imports the module swap
+
+    if isinstance(qconfig, (DynamicConfig, WeightOnlyConfig)):
+        return qconfig  # graph mode's dynamic / weight-only entries (prepare_fx)
     try:
         return as_qconfig(qconfig)
     except ValueError as error:

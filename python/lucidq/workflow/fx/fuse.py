@@ -4,9 +4,10 @@ For inference (model in eval mode) BatchNorm after Conv1d / Conv2d / Conv3d / Li
 folded into the weight and bias (fuse.fold_batch_norm), then Conv1d / 2d / 3d, Linear or
 BatchNorm2d / 3d followed by a ReLU (nn.ReLU, F.relu, torch.relu or .relu()) becomes
 fused.ConvReLU1d / 2d / 3d, LinearReLU or BNReLU2d / 3d. For QAT (train mode) BatchNorm
-stays a trained part of fused.ConvBn1d / 2d / 3d, ConvBnReLU1d / 2d / 3d or LinearBn1d. A pattern fuses only when each intermediate result has one user, the first
-module is called once in the graph, and the ReLU is quantized exactly when the first module
-is (its qconfig, node.meta["lucidq_qconfig"], is None for both or for neither). The fused
+stays a trained part of fused.ConvBn1d / 2d / 3d, ConvBnReLU1d / 2d / 3d or LinearBn1d.
+A pattern fuses only when each intermediate result has one user, the first module is
+called once in the graph, and the ReLU is quantized exactly when the first module is
+(node.meta["lucidq_qconfig"] a static QConfig for both, or None for both). The fused
 module takes the first module's name; the BatchNorm, no longer called, is removed.
 """
 
@@ -16,6 +17,7 @@ import torch.nn.functional as F
 
 from .. import fused
 from ..fuse import fold_batch_norm
+from ..qconfig import QConfig
 
 __all__ = ["fuse_graph", "is_relu"]
 
@@ -69,9 +71,9 @@ def _relu_after(node, modules):
     user = _only_user(node)
     if user is None or not is_relu(user, modules) or user.args[0] is not node:
         return None
-    same_side = (node.meta.get("lucidq_qconfig") is None) == (
-        user.meta.get("lucidq_qconfig") is None)
-    return user if same_side else None
+    first, relu = node.meta.get("lucidq_qconfig"), user.meta.get("lucidq_qconfig")
+    both_static = isinstance(first, QConfig) and isinstance(relu, QConfig)
+    return user if both_static or (first is None and relu is None) else None
 
 
 def fuse_graph(gm, qat=False):

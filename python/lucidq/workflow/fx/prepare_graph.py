@@ -11,7 +11,8 @@ import torch
 from torch import fx
 
 from ... import _lucidq
-from ..mappings import dynamic_mapping
+from ..dynamic import WeightOnlyConfig
+from ..mappings import dynamic_mapping, weight_only_mapping
 from ..prepare import prepare, prepare_qat
 from .fuse import fuse_graph
 from .rewrite import is_dynamic, rewrite
@@ -25,31 +26,35 @@ def prepare_graph(gm, prefix, example_inputs, mapping, leaf_names, leaf_classes,
     _set_node_qconfigs(gm, prefix, mapping, leaf_names, leaf_classes)
     fuse_graph(gm, qat=qat)
     _record_kinds(gm, example_inputs, fn)
-    dynamic, states = rewrite(gm, qat=qat)
-    dynamic.update(_dynamic_inside_leaves(gm, prefix, mapping, dynamic, leaf_names,
-                                          leaf_classes))
-    gm.lucidq_fx = {"dynamic": dynamic, "states": states}
-    if dynamic and all(m.qconfig is None for m in gm.modules()):
-        return  # dynamic entries only: nothing to observe
+    dynamic, weight_only, states = rewrite(gm, qat=qat)
+    inside_dynamic, inside_weight_only = _inside_leaves(gm, prefix, mapping, leaf_names,
+                                                        leaf_classes)
+    for plan, found in ((dynamic, inside_dynamic), (weight_only, inside_weight_only)):
+        plan.update({name: config for name, config in found.items() if name not in plan})
+    gm.lucidq_fx = {"dynamic": dynamic, "weight_only": weight_only, "states": states}
+    if (dynamic or weight_only) and all(m.qconfig is None for m in gm.modules()):
+        return  # dynamic / weight-only entries only: nothing to observe
     (prepare_qat if qat else prepare)(gm, None, inplace=True)
 
 
-def _dynamic_inside_leaves(gm, prefix, mapping, dynamic, leaf_names, leaf_classes):
-    """{name: qconfig} of modules the graph does not call (inside leaf modules such as
-    nn.TransformerEncoderLayer) whose mapping entry is dynamic: quantize_dynamic needs no
-    graph, so they are quantized too; not inside prepare_custom_config's modules (float)."""
-    types = set(dynamic_mapping())
+def _inside_leaves(gm, prefix, mapping, leaf_names, leaf_classes):
+    """({name: dynamic config}, {name: WeightOnlyConfig}) of the modules the graph does not
+    call (inside leaf modules such as nn.TransformerEncoderLayer) whose mapping entry is
+    dynamic or weight-only: those swaps need no graph, so they happen too; not inside
+    prepare_custom_config's modules (float)."""
+    dynamic_types, weight_only_types = set(dynamic_mapping()), set(weight_only_mapping())
     kept = list(leaf_names)
     kept += [name for name, m in gm.named_modules() if isinstance(m, tuple(leaf_classes))]
-    found = {}
+    dynamic, weight_only = {}, {}
     for name, module in gm.named_modules():
         if any(name == k or name.startswith(k + ".") for k in kept):
             continue
-        if type(module) in types and name not in dynamic:
-            qconfig = mapping.qconfig_for(prefix + name, module)
-            if is_dynamic(qconfig):
-                found[name] = qconfig
-    return found
+        config = mapping.qconfig_for(prefix + name, module)
+        if type(module) in dynamic_types and is_dynamic(config):
+            dynamic[name] = config
+        elif type(module) in weight_only_types and isinstance(config, WeightOnlyConfig):
+            weight_only[name] = config
+    return dynamic, weight_only
 
 
 def _set_node_qconfigs(gm, prefix, mapping, leaf_names, leaf_classes):

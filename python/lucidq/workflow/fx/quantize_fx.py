@@ -6,9 +6,10 @@ as operator.add or a method name > global; None keeps the node float), fuses by 
 (fuse.py), runs the model once on example_inputs to learn which nodes are tensors, rewrites
 the graph into an eager-quantizable one (rewrite.py: QuantStub / DeQuantStub at float
 boundaries, FloatFunctional modules for +, * and cat) and runs eager prepare (or
-prepare_qat) on it. convert_fx is eager convert on a copy, plus quantize_dynamic for the
-modules the mapping gave a dynamic qconfig. The result is a torch.fx GraphModule whose
-code reads as the quantized model. With untraceable="split", a module torch.fx cannot
+prepare_qat) on it. convert_fx is eager convert on a copy, plus quantize_dynamic /
+quantize_weight_only for the modules the mapping gave a dynamic / weight-only config. The
+result is a torch.fx GraphModule whose code reads as the quantized model. With
+untraceable="split", a module torch.fx cannot
 trace keeps its forward (float) and its children are prepared one by one (split.py); the
 result is then the model itself with GraphModule parts.
 """
@@ -22,7 +23,7 @@ from torch import fx
 from ... import _lucidq
 from .._paths import record_paths
 from ..convert import convert
-from ..dynamic import quantize_dynamic
+from ..dynamic import quantize_dynamic, quantize_weight_only
 from ..prepare import _as_mapping
 from ..qconfig_mapping import get_default_qat_qconfig_mapping, get_default_qconfig_mapping
 from .fuse import fuse_graph
@@ -106,6 +107,8 @@ def convert_fx(graph_module, convert_custom_config=None, _remove_qconfig=True,
     for gm in graphs:
         if gm.lucidq_fx["dynamic"]:
             quantize_dynamic(gm, dict(gm.lucidq_fx["dynamic"]), inplace=True)
+        if gm.lucidq_fx["weight_only"]:
+            quantize_weight_only(gm, dict(gm.lucidq_fx["weight_only"]), inplace=True)
         gm.graph.lint()
         gm.recompile()
     record_paths(model)
@@ -147,7 +150,7 @@ def _prepare(model, qconfig_mapping, example_inputs, prepare_custom_config,
                  capture_inputs(model, example_inputs) if untraceable == "split" else None)
     prepared = tree.prepare(model, "", example_inputs)
     if not isinstance(prepared, FxGraphModule):
-        prepared.lucidq_fx = {"dynamic": {}, "states": {}}
+        prepared.lucidq_fx = {"dynamic": {}, "weight_only": {}, "states": {}}
     record_paths(prepared)
     return prepared
 

@@ -14,8 +14,9 @@ order from its qconfig (node.meta["lucidq_qconfig"]) and what it is:
 - anything else (modules giving tuples too), any node whose qconfig is None, and the graph
   output: float; quantized inputs pass through a DeQuantStub (one per producer), so
   dequantize / quantize pairs appear only at float boundaries and never back to back.
-Modules with a dynamic qconfig (nn.Linear, nn.LSTM, ...) stay float here and are listed in
-the returned plan for convert_fx's quantize_dynamic.
+Modules with a dynamic qconfig (nn.Linear, nn.LSTM, ...) or a WeightOnlyConfig (nn.Linear)
+stay float here and are listed in the returned plan for convert_fx's quantize_dynamic /
+quantize_weight_only.
 """
 
 import operator
@@ -26,7 +27,9 @@ from torch.ao.nn.quantized import FloatFunctional
 from torch.fx.node import map_arg
 import torch.nn.functional as F
 
-from ..mappings import dynamic_mapping, qat_mapping, static_mapping
+from ..dynamic import DynamicConfig, WeightOnlyConfig
+from ..mappings import dynamic_mapping, qat_mapping, static_mapping, weight_only_mapping
+from ..qconfig import QConfig
 from ..stubs import DeQuantStub, QuantStub
 from .fuse import is_relu
 
@@ -73,9 +76,12 @@ class Functional(nn.Module):
 
 
 def is_dynamic(qconfig):
-    """Whether qconfig asks for dynamic quantization (a placeholder activation observer with a
-    quantized compute dtype, or torch's is_dynamic)."""
-    if qconfig is None or qconfig.activation is None:
+    """Whether qconfig asks for dynamic quantization: a DynamicConfig, or a QConfig whose
+    activation is a placeholder observer with a quantized compute dtype (or torch's
+    is_dynamic)."""
+    if isinstance(qconfig, DynamicConfig):
+        return True
+    if not isinstance(qconfig, QConfig) or qconfig.activation is None:
         return False
     observer = qconfig.activation()
     return bool(getattr(observer, "is_dynamic", False)
@@ -99,12 +105,14 @@ class _Rewriter:
         self.modules = dict(gm.named_modules(remove_duplicate=False))
         self.quantizable = set(static_mapping()) | (set(qat_mapping()) if qat else set())
         self.dynamic_types = set(dynamic_mapping())
+        self.weight_only_types = set(weight_only_mapping())
         self.state = {}
         self.qconfig_of = {}  # node -> the qconfig that made it quantized
         self.quant_stub_of = {}
         self.dequant_stub_of = {}
         self.module_qconfigs = {}
         self.dynamic = {}
+        self.weight_only = {}
         self.erased = set()
 
     # --- new modules and nodes ---------------------------------------------------------------
@@ -215,6 +223,18 @@ class _Rewriter:
         self.state[call] = self._quantized(call, qconfig, list(tensors))
         return call
 
+    def _plan_without_calibration(self, node, qconfig):
+        """Records a module with a dynamic or weight-only entry for convert_fx; whether it
+        is one (it stays float in the graph)."""
+        kind = type(self.modules[node.target])
+        if kind in self.dynamic_types and is_dynamic(qconfig):
+            self.dynamic[node.target] = qconfig
+        elif kind in self.weight_only_types and isinstance(qconfig, WeightOnlyConfig):
+            self.weight_only[node.target] = qconfig
+        else:
+            return False
+        return True
+
     def _keeps_grid(self, node):
         if node.op == "call_function":
             return node.target in _KEEP_GRID_FUNCTIONS or _is_eval_stochastic_depth(node)
@@ -237,7 +257,9 @@ class _Rewriter:
                 self._float(node)
             self.state[node] = "o"
             return
-        if qconfig is None:
+        if not isinstance(qconfig, QConfig):  # None, or a dynamic / weight-only entry
+            if node.op == "call_module":
+                self._plan_without_calibration(node, qconfig)
             self.state[node] = self._float(node)
             return
         key = (node.op, node.target)
@@ -257,8 +279,8 @@ class _Rewriter:
             return
         if node.op == "call_module":
             module = self.modules[node.target]
-            if type(module) in self.dynamic_types and is_dynamic(qconfig):
-                self.dynamic[node.target] = qconfig
+            if self._plan_without_calibration(node, qconfig):
+                pass
             elif type(module) in self.quantizable:
                 target = static_mapping().get(type(module))
                 if getattr(target, "WEIGHT_ONLY", False):  # embeddings: integer in, float out
@@ -273,8 +295,9 @@ class _Rewriter:
 
 def rewrite(gm, qat=False):
     """Rewrites gm in place (see the module doc) and sets every module's qconfig attribute
-    for eager prepare (None where the graph keeps it float). Returns (dynamic, states):
-    {module name: dynamic qconfig}, {node name: "q" / "f" / "o"}."""
+    for eager prepare (None where the graph keeps it float). Returns (dynamic, weight_only,
+    states): {module name: dynamic config}, {module name: WeightOnlyConfig}, {node name:
+    "q" / "f" / "o"}."""
     rewriter = _Rewriter(gm, qat)
     for node in list(gm.graph.nodes):
         if node not in rewriter.erased:
@@ -286,4 +309,5 @@ def rewrite(gm, qat=False):
     gm.graph.lint()
     gm.delete_all_unused_submodules()
     gm.recompile()
-    return rewriter.dynamic, {n.name: s for n, s in rewriter.state.items()}
+    return (rewriter.dynamic, rewriter.weight_only,
+            {n.name: s for n, s in rewriter.state.items()})
