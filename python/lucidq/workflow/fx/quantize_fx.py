@@ -9,9 +9,9 @@ boundaries, FloatFunctional modules for +, * and cat) and runs eager prepare (or
 prepare_qat) on it. convert_fx is eager convert on a copy, plus quantize_dynamic /
 quantize_weight_only for the modules the mapping gave a dynamic / weight-only config. The
 result is a torch.fx GraphModule whose code reads as the quantized model. With
-untraceable="split", a module torch.fx cannot
-trace keeps its forward (float) and its children are prepared one by one (split.py); the
-result is then the model itself with GraphModule parts.
+untraceable="split", a module torch.fx cannot trace keeps its forward (float) and its
+children are prepared one by one (split.py); the result is then the model itself with
+GraphModule parts.
 """
 
 import copy
