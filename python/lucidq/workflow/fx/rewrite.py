@@ -277,11 +277,9 @@ class _Rewriter:
             else:
                 self.state[node] = self._float(node)
             return
-        if node.op == "call_module":
-            module = self.modules[node.target]
-            if self._plan_without_calibration(node, qconfig):
-                pass
-            elif type(module) in self.quantizable:
+        module = self.modules.get(node.target) if node.op == "call_module" else None
+        if module is not None and not self._plan_without_calibration(node, qconfig):
+            if type(module) in self.quantizable:
                 target = static_mapping().get(type(module))
                 if getattr(target, "WEIGHT_ONLY", False):  # embeddings: integer in, float out
                     self.state[node] = "f"
