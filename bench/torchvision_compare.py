@@ -3,7 +3,8 @@
 Usage: PYTHONPATH=build/release/python /usr/bin/python3 bench/torchvision_compare.py
            [--models resnet18,mobilenet_v2,...] [--side 224] [--repeats 20] [--json out.json]
 
-Each model: weights=None with seed 0, eval, fuse_model(), get_default_qconfig("onednn") on
+Each model: weights=None with seed 0, BatchNorm statistics from the calibration batches,
+eval, fuse_model(), get_default_qconfig("onednn") on
 both sides, the same 4 calibration batches (2 images each), converted; SQNR of the outputs
 on 8 test images against the float model; latency = the median of `--repeats` batch-1 calls,
 the two converted models interleaved call by call. Check `uptime` (load below 1.3) first.
@@ -32,6 +33,19 @@ def sqnr(reference, approximation):
     noise = (reference - approximation).double().pow(2).sum().item()
     return math.inf if noise == 0 else 10 * math.log10(
         reference.double().pow(2).sum().item() / noise)
+
+
+def set_batch_norm_statistics(model, batches):
+    """BatchNorm statistics of the data instead of the initial 0 / 1 (with random weights and
+    the initial statistics the deeper models' activations vanish, and SQNR means nothing)."""
+    for module in model.modules():
+        if isinstance(module, torch.nn.BatchNorm2d):
+            module.reset_running_stats()
+            module.momentum = None
+    model.train()
+    with torch.no_grad():
+        for batch in batches:
+            model(batch)
 
 
 def convert_both(model, batches):
@@ -74,11 +88,12 @@ def main():
         side = max(args.side, 75) if name == "inception_v3" else args.side
         torch.manual_seed(0)
         model = getattr(tvq, name)(weights=None, quantize=False,
-                                   **EXTRA_ARGUMENTS.get(name, {})).eval()
-        model.fuse_model()
+                                   **EXTRA_ARGUMENTS.get(name, {}))
         generator = torch.Generator().manual_seed(1)
         batches = [torch.randn(2, 3, side, side, generator=generator) for _ in range(4)]
         test = torch.randn(8, 3, side, side, generator=generator)
+        set_batch_norm_statistics(model, batches)
+        model.eval().fuse_model()
         ours, theirs = convert_both(model, batches)
         with torch.no_grad():
             reference = model(test)

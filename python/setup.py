@@ -6,15 +6,20 @@ target _lucidq and copies the module into the wheel next to the pure-Python
 files. Install (offline: pip must use Debian's setuptools, hence
 --no-build-isolation):
 
-    pip install --no-build-isolation ./python                    # in a venv
-    python3 -m venv --system-site-packages .venv                # a venv that sees Debian's
-    .venv/bin/pip install --no-build-isolation ./python          #   numpy / torch
-    pip install --no-build-isolation --break-system-packages ./python   # Debian's python itself
+    /usr/bin/python3 -m venv --system-site-packages .venv       # a venv that sees Debian's
+    .venv/bin/python -m pip install --no-build-isolation ./python   #   numpy / torch
+    /usr/bin/python3 -m pip install --no-build-isolation --no-deps --target DIR ./python
+    /usr/bin/python3 -m pip install --no-build-isolation --break-system-packages ./python
+
+Which build folder: LUCIDQ_CMAKE_BUILD_DIR when set; otherwise build/release when it is
+configured with the Python module for this Python (scripts/demo.sh makes it: the install then
+takes seconds); otherwise a fresh build/pip (minutes: the whole library; `pip install -v` shows
+the compiler's progress).
 
 Environment:
-    LUCIDQ_CMAKE_BUILD_DIR  reuse this configured CMake build folder (e.g. build/release)
-                            instead of a fresh one under build/pip (incremental, seconds)
-    LUCIDQ_CMAKE_ARGS       extra arguments for the CMake configure step
+    LUCIDQ_CMAKE_BUILD_DIR  reuse this configured CMake build folder (absolute, or relative to
+                            the current folder or to the repository root), e.g. build/release
+    LUCIDQ_CMAKE_ARGS       extra arguments for the CMake configure step of build/pip
     CMAKE_BUILD_PARALLEL_LEVEL  build jobs (default 2)
 """
 
@@ -48,17 +53,77 @@ class CMakeExtension(Extension):
         super().__init__(name, sources=[])
 
 
+def cmake_cache(build_dir):
+    """{name: value} of build_dir/CMakeCache.txt ({} when there is none)."""
+    cache = build_dir / "CMakeCache.txt"
+    if not cache.is_file():
+        return {}
+    entries = {}
+    for line in cache.read_text(errors="replace").splitlines():
+        match = re.match(r"^([A-Za-z_][\w.-]*):[A-Z_]+=(.*)$", line)
+        if match:
+            entries[match.group(1)] = match.group(2)
+    return entries
+
+
+def builds_python_for_this_interpreter(cache):
+    """True when the cache configures _lucidq for the Python running this script."""
+    if cache.get("LUCIDQ_BUILD_PYTHON", "").upper() not in ("ON", "1", "TRUE", "YES"):
+        return False
+    configured = cache.get("Python_EXECUTABLE") or cache.get("PYTHON_EXECUTABLE")
+    return bool(configured) and os.path.realpath(configured) == os.path.realpath(sys.executable)
+
+
+def given_build_dir(text):
+    """LUCIDQ_CMAKE_BUILD_DIR as a path: absolute, else from the folder pip was started in (PWD:
+    pip runs this script in the source folder), else from the repository root."""
+    path = pathlib.Path(text).expanduser()
+    if path.is_absolute():
+        return path
+    candidates = [pathlib.Path(os.environ["PWD"]) / path] if os.environ.get("PWD") else []
+    candidates += [pathlib.Path.cwd() / path, REPO / path]
+    for candidate in candidates:
+        if (candidate / "CMakeCache.txt").is_file():
+            return candidate.resolve()
+    tried = ", ".join(dict.fromkeys(str(c) for c in candidates))
+    raise RuntimeError(
+        f"setup.py: LUCIDQ_CMAKE_BUILD_DIR={text} is not a configured CMake build folder "
+        f"(no CMakeCache.txt in {tried}; expected e.g. build/release after scripts/demo.sh)"
+    )
+
+
+def chosen_build_dir():
+    """(folder, configure?): LUCIDQ_CMAKE_BUILD_DIR, else a configured build/release, else build/pip."""
+    given = os.environ.get("LUCIDQ_CMAKE_BUILD_DIR")
+    if given:
+        folder = given_build_dir(given)
+        cache = cmake_cache(folder)
+        if cache.get("LUCIDQ_BUILD_PYTHON", "").upper() not in ("ON", "1", "TRUE", "YES"):
+            raise RuntimeError(
+                f"setup.py: {folder} is configured without the Python module, so it has no "
+                f"_lucidq target (LUCIDQ_BUILD_PYTHON={cache.get('LUCIDQ_BUILD_PYTHON', 'unset')};"
+                f" expected ON: `cmake -B {folder} -DLUCIDQ_BUILD_PYTHON=ON` adds it, "
+                "scripts/demo.sh configures build/release so)"
+            )
+        return folder, False
+    release = REPO / "build" / "release"
+    if builds_python_for_this_interpreter(cmake_cache(release)):
+        print(f"setup.py: reusing the configured build {release}", flush=True)
+        return release, False
+    print(f"setup.py: configuring and building {REPO / 'build' / 'pip'} (minutes)", flush=True)
+    return REPO / "build" / "pip", True
+
+
 class CMakeBuild(build_ext):
-    """Configures (unless LUCIDQ_CMAKE_BUILD_DIR is given) and builds the _lucidq target."""
+    """Configures (a fresh build/pip only) and builds the _lucidq target."""
 
     def build_extension(self, ext):
         if shutil.which("cmake") is None:
             raise RuntimeError(
                 "setup.py: cmake is not installed (scripts/install-deps.sh build installs it)"
             )
-        reuse = os.environ.get("LUCIDQ_CMAKE_BUILD_DIR")
-        build_dir = pathlib.Path(reuse).resolve() if reuse else REPO / "build" / "pip"
-        if not reuse:
+        build_dir, configure_it = chosen_build_dir()
+        if configure_it:
             configure = [
                 "cmake", "-S", str(REPO), "-B", str(build_dir), "-G", "Ninja",
                 "-DCMAKE_BUILD_TYPE=Release", f"-DPython_EXECUTABLE={sys.executable}",
@@ -66,10 +131,6 @@ class CMakeBuild(build_ext):
                 "-DLUCIDQ_BUILD_TOOLS=OFF",
             ] + shlex.split(os.environ.get("LUCIDQ_CMAKE_ARGS", ""))
             subprocess.run(configure, check=True)
-        elif not (build_dir / "CMakeCache.txt").is_file():
-            raise RuntimeError(
-                f"setup.py: LUCIDQ_CMAKE_BUILD_DIR={reuse} is not a configured CMake build folder"
-            )
         jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL", "2")
         subprocess.run(
             ["cmake", "--build", str(build_dir), "--target", "_lucidq", "-j", jobs], check=True

@@ -16,7 +16,7 @@ test_packages=(
   python3-pytest python3-torch python3-torchvision  # the workflow tests convert torchvision's quantizable models
   python3-sklearn libopenblas0  # the workflow tests train on sklearn's digits; torch trains at speed with OpenBLAS
   clang libclang-rt-14-dev
-  python3-pip python3-setuptools python3-wheel mypy  # pip install ./python; the type-stub checks
+  python3-pip python3-setuptools python3-wheel python3-venv mypy  # pip install ./python (README: in a venv); the type-stub checks
   qemu-user  # ctest's avx2_only_cpu tests: the test binaries on an emulated AVX2-only CPU
 )
 # -DLUCIDQ_BUILD_BENCH=ON: Google Benchmark, and the baselines bench_gemm times when present.

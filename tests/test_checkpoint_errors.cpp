@@ -10,6 +10,7 @@
 
 #include "checkpoint_test_support.hpp"
 #include "lucid/quantization/checkpoint.hpp"
+#include "lucid/quantization/gguf_quantize.hpp"
 #include "lucid/quantization/quantize.hpp"
 #include "test_support.hpp"
 
@@ -225,6 +226,12 @@ TEST(CheckpointPlan, ALucidqCheckpointIsNotQuantizedAgain) {
   Q::quantize_checkpoint(dir / "in.safetensors", dir / "q.safetensors");
   EXPECT_ERROR_CONTAINS(Q::quantize_checkpoint(dir / "q.safetensors", dir / "qq.safetensors"),
                         "q.safetensors: already a lucidq checkpoint");
+  // GGUF output refuses it the same way (its codes would become meaningless integer tensors).
+  EXPECT_ERROR_CONTAINS(Q::quantize_gguf(dir / "q.safetensors", dir / "q.gguf"),
+                        "q.safetensors: already a lucidq checkpoint");
+  EXPECT_ERROR_CONTAINS(Q::plan_gguf_quantization(dir / "q.safetensors", {}),
+                        "expected a plain safetensors file: dequantize it first");
+  EXPECT_EQ(dir.files(), (std::vector<std::string>{"in.safetensors", "q.safetensors"}));
 }
 
 // Rewrites the quantized file `from` into `to` with `edit` applied to its metadata and the

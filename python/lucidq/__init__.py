@@ -31,7 +31,29 @@ Conventions of this module:
 """
 
 from ._qscheme import QScheme
-from . import _lucidq
+
+
+def _extension_missing():
+    """True when no compiled _lucidq module lies beside this file (a folder of Python files only)."""
+    import importlib.machinery
+    import pathlib
+
+    folder = pathlib.Path(__file__).resolve().parent
+    return not any((folder / f"_lucidq{s}").exists() for s in importlib.machinery.EXTENSION_SUFFIXES)
+
+
+try:
+    from . import _lucidq
+except ImportError:
+    if not _extension_missing():
+        raise  # the module is there but does not load: keep the loader's reason
+    raise ImportError(
+        f"lucidq: the compiled module _lucidq is missing from {__path__[0]} (only the Python files "
+        "are there). Build it from the repository root with scripts/demo.sh (or `cmake --preset "
+        "release -DLUCIDQ_BUILD_PYTHON=ON && cmake --build build/release --target _lucidq`) and "
+        "put build/release/python on PYTHONPATH, or install the package: README.md, \"Installing "
+        "the Python package\""
+    ) from None
 
 # Every public name of the extension (QDtype, QParams, quantize, ..., and whatever a
 # new bind_*.cpp registers) is a name of this package: no list to keep in step.

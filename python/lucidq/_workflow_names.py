@@ -78,6 +78,12 @@ WORKFLOW_NAMES = (
     "register_qat",
     "register_dynamic",
     "register_weight_only",
+    # fx: graph mode
+    "prepare_fx",
+    "prepare_qat_fx",
+    "convert_fx",
+    "fuse_fx",
+    "summary",
     # calibration.py: statistics of a model's Linears and their safetensors file
     "LinearStatistics",
     "collect_calibration_statistics",

@@ -76,6 +76,80 @@ def test_pip_install_builds_through_cmake(tmp_path):
     run_check(target)
 
 
+def pip_install(args, cwd, env):
+    if subprocess.run([sys.executable, "-m", "pip", "--version"], capture_output=True).returncode:
+        pytest.skip("pip is not installed (apt-get install python3-pip)")
+    return subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps", "--no-index",
+         *args, str(REPO / "python")],
+        capture_output=True, text=True, timeout=300, cwd=cwd, env=env,
+    )
+
+
+def test_pip_takes_the_build_dir_relative_to_the_current_folder(tmp_path):
+    # As a shell runs it: PWD is the folder pip was started in (pip itself runs setup.py in
+    # python/), and the build folder is named from there.
+    folder = build_dir()
+    env = dict(os.environ, LUCIDQ_CMAKE_BUILD_DIR=folder.name, PWD=str(folder.parent))
+    result = pip_install(["--target", str(tmp_path / "site")], folder.parent, env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    run_check(tmp_path / "site")
+
+
+def test_pip_says_when_the_build_dir_has_no_python_module(tmp_path):
+    fake = tmp_path / "build-no-python"
+    fake.mkdir()
+    (fake / "CMakeCache.txt").write_text("LUCIDQ_BUILD_PYTHON:BOOL=OFF\nCMAKE_BUILD_TYPE:STRING=Release\n")
+    env = dict(os.environ, LUCIDQ_CMAKE_BUILD_DIR=str(fake))
+    result = pip_install(["--target", str(tmp_path / "site")], tmp_path, env)
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    assert f"setup.py: {fake} is configured without the Python module, so it has no _lucidq target" in output, output
+    assert f"cmake -B {fake} -DLUCIDQ_BUILD_PYTHON=ON" in output
+    missing = dict(os.environ, LUCIDQ_CMAKE_BUILD_DIR="no/such/build", PWD=str(tmp_path))
+    result = pip_install(["--target", str(tmp_path / "site")], tmp_path, missing)
+    assert "LUCIDQ_CMAKE_BUILD_DIR=no/such/build is not a configured CMake build folder" in (
+        result.stdout + result.stderr)
+
+
+def test_cmake_install_of_everything_after_the_build(tmp_path):
+    # README: after scripts/demo.sh (or any build of build/release), `cmake --install` needs no
+    # further build step: library, headers, CMake package, the CLI and the Python package.
+    folder = build_dir()
+    cache = (folder / "CMakeCache.txt").read_text()
+    if "LUCIDQ_BUILD_TOOLS:BOOL=ON" not in cache:
+        pytest.skip(f"{folder} is configured without the CLI")
+    result = subprocess.run(["cmake", "--install", str(folder), "--prefix", str(tmp_path)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (tmp_path / "bin" / "lucidq").is_file()
+    assert (tmp_path / "include" / "lucid" / "quantization.hpp").is_file()
+    assert list(tmp_path.glob("lib*/cmake/lucidq/lucidqConfig.cmake"))
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    run_check(tmp_path / "lib" / version / "dist-packages")
+
+
+def test_missing_extension_says_how_to_build_it(tmp_path):
+    # The Python files without the compiled module (a build configured without the extension):
+    # one ImportError naming the folder and the build command, for both package names.
+    import shutil
+
+    for package in ("lucidq", "lucid"):
+        shutil.copytree(REPO / "python" / package, tmp_path / package,
+                        ignore=shutil.ignore_patterns("_lucidq*.so", "__pycache__"))
+    for module in ("lucidq", "lucid.quantization"):
+        result = subprocess.run(
+            [sys.executable, "-c", f"import {module}"], capture_output=True, text=True, timeout=60,
+            env={"PYTHONPATH": str(tmp_path), "PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+        )
+        assert result.returncode == 1
+        last = result.stderr.strip().splitlines()[-1]
+        assert last.startswith("ImportError: lucidq: the compiled module _lucidq is missing from "
+                               f"{tmp_path / 'lucidq'}"), result.stderr
+        assert "scripts/demo.sh" in last and "--target _lucidq" in last
+        assert "circular import" not in result.stderr
+
+
 def stub_names():
     tree = ast.parse(STUB.read_text())
     names = set()

@@ -185,10 +185,10 @@ def test_default_mappings():
 
 
 def test_names_are_exported_lazily_everywhere():
-    from lucidq.workflow import (algorithms, calibration, fake_quantize, observer, qconfig,
+    from lucidq.workflow import (algorithms, calibration, fake_quantize, fx, observer, qconfig,
                                  qconfig_mapping, quantize)
 
-    submodules = (algorithms, calibration, fake_quantize, observer, qconfig, qconfig_mapping,
+    submodules = (algorithms, calibration, fake_quantize, fx, observer, qconfig, qconfig_mapping,
                   quantize)
     assert set().union(*(module.__all__ for module in submodules)) == set(WORKFLOW_NAMES)
     assert len(set(WORKFLOW_NAMES)) == len(WORKFLOW_NAMES)

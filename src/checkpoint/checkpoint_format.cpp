@@ -381,4 +381,14 @@ QuantizedTensor load_quantized_tensor(const SafetensorsFile& file,
   }
 }
 
+void detail::check_not_lucidq_checkpoint(const SafetensorsFile& file) {
+  for (const auto& [key, value] : file.metadata()) {
+    if (key.starts_with("lucidq.")) {
+      throw Error(file.path().string() + ": already a lucidq checkpoint (__metadata__ holds " +
+                  detail::quoted(key) +
+                  "; expected a plain safetensors file: dequantize it first)");
+    }
+  }
+}
+
 }  // namespace lucid::quantization

@@ -23,4 +23,8 @@ std::string encode_tensor_metadata(const QuantizedTensorLayout& layout);
 QuantizedTensorLayout decode_tensor_metadata(std::string_view name, std::string_view json_text,
                                              std::string_view file);
 
+/// Throws Error naming `file`'s path when its __metadata__ marks a lucidq checkpoint (a key
+/// "lucidq.*"): quantizing codes again would be meaningless, the input must be dequantized first.
+void check_not_lucidq_checkpoint(const SafetensorsFile& file);
+
 }  // namespace lucid::quantization::detail

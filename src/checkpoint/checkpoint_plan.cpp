@@ -31,13 +31,7 @@ std::string kept_reason(const QuantRecipe& recipe, const SafetensorsEntry& entry
 
 std::vector<TensorPlan> plan_quantization(const SafetensorsFile& file, const QuantRecipe& recipe) {
   const std::string path = file.path().string();
-  for (const auto& [key, value] : file.metadata()) {
-    if (key.starts_with("lucidq.")) {
-      throw Error(path + ": already a lucidq checkpoint (__metadata__ holds " +
-                  detail::quoted(key) +
-                  "; expected a plain safetensors file: dequantize it first)");
-    }
-  }
+  detail::check_not_lucidq_checkpoint(file);
   std::vector<TensorPlan> plan;
   plan.reserve(file.entries().size());
   for (const SafetensorsEntry& entry : file.entries()) {

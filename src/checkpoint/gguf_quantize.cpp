@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 
+#include "checkpoint/checkpoint_format.hpp"
 #include "core/streaming_metrics.hpp"
 #include "io/safetensors_format.hpp"
 #include "lucid/quantization/error.hpp"
@@ -81,6 +82,7 @@ class Input {
       return;
     }
     safetensors_.emplace(SafetensorsFile::open(path));
+    detail::check_not_lucidq_checkpoint(*safetensors_);
     for (const SafetensorsEntry& e : safetensors_->entries()) {
       const auto type = ggml_type_of(e.type);
       if (!type) {

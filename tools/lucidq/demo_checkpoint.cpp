@@ -52,19 +52,24 @@ struct Spec {
   Kind kind;
 };
 
-// A decoder block's layout at toy size: hidden 64, MLP 172 (the 4096 : 11008 ratio), vocab 256.
+// One llama decoder block at toy size, with llama's tensor names as GGUF files spell them:
+// hidden 256, MLP 512, vocab 256, so every row is a multiple of 256 elements (the K-quants'
+// super-block) and `lucidq quantize --type Q4_K_M` applies llama-quantize's mixture.
 std::vector<Spec> model_specs() {
-  const std::string layer = "model.layers.0.";
-  return {{"model.embed_tokens.weight", {256, 64}, Kind::embedding},
-          {layer + "input_layernorm.weight", {64}, Kind::norm},
-          {layer + "self_attn.qkv_proj.weight", {192, 64}, Kind::linear},
-          {layer + "self_attn.qkv_proj.bias", {192}, Kind::bias},
-          {layer + "self_attn.o_proj.weight", {64, 64}, Kind::linear},
-          {layer + "post_attention_layernorm.weight", {64}, Kind::norm},
-          {layer + "mlp.up_proj.weight", {172, 64}, Kind::linear},
-          {layer + "mlp.down_proj.weight", {64, 172}, Kind::linear},
-          {"model.norm.weight", {64}, Kind::norm},
-          {"lm_head.weight", {256, 64}, Kind::linear}};
+  const std::string layer = "blk.0.";
+  return {{"token_embd.weight", {256, 256}, Kind::embedding},
+          {layer + "attn_norm.weight", {256}, Kind::norm},
+          {layer + "attn_q.weight", {256, 256}, Kind::linear},
+          {layer + "attn_q.bias", {256}, Kind::bias},
+          {layer + "attn_k.weight", {256, 256}, Kind::linear},
+          {layer + "attn_v.weight", {256, 256}, Kind::linear},
+          {layer + "attn_output.weight", {256, 256}, Kind::linear},
+          {layer + "ffn_norm.weight", {256}, Kind::norm},
+          {layer + "ffn_gate.weight", {512, 256}, Kind::linear},
+          {layer + "ffn_up.weight", {512, 256}, Kind::linear},
+          {layer + "ffn_down.weight", {256, 512}, Kind::linear},
+          {"output_norm.weight", {256}, Kind::norm},
+          {"output.weight", {256, 256}, Kind::linear}};
 }
 
 // The values of one tensor. Linear weights: rows (output channels) whose magnitudes spread
@@ -169,9 +174,10 @@ void run_checkpoint_demo(std::FILE* out, int number, const std::filesystem::path
   const std::size_t count = write_model(model);
   fmt::print(out, "{}\n",
              wrap(fmt::format(
-                 "A model file at toy size but with a real layout: one decoder block (attention "
-                 "and MLP Linear weights, a bias, three norms), an embedding and an LM head, {} "
-                 "tensors in bfloat16, written to {} ({}). The weight rows differ in magnitude "
+                 "A model file at toy size but with a real layout: one llama decoder block "
+                 "(attention and MLP Linear weights, a bias, three norms), an embedding and an "
+                 "LM head under llama's GGUF tensor names, rows of 256 or 512, {} tensors in "
+                 "bfloat16, written to {} ({}). The weight rows differ in magnitude "
                  "by up to 20x, two input features are 6x louder than the rest and one weight "
                  "in 500 is a 10x outlier, as in trained models.",
                  count, model.string(), Q::format_bytes(std::filesystem::file_size(model)))));
@@ -184,7 +190,13 @@ void run_checkpoint_demo(std::FILE* out, int number, const std::filesystem::path
   Q::QuantizeCheckpointOptions int8;
   int8.overwrite = true;
   std::vector<std::string> plotted;
-  int8.on_tensor = plot_writer(plots, /*force=*/true, {}, plotted);
+  // Plots of three weights (each takes about 0.1 s; all nine would triple the demo's time).
+  const TensorCallback writer = plot_writer(plots, /*force=*/true, {}, plotted);
+  int8.on_tensor = [writer](std::string_view name, const Q::TensorView& x,
+                            const Q::QuantizedTensor& q) {
+    if (name == "blk.0.attn_v.weight" || name == "blk.0.ffn_up.weight" || name == "output.weight")
+      writer(name, x, q);
+  };
   const Q::CheckpointReport r8 = Q::quantize_checkpoint(model, q8, int8);
   Q::write_report_json(r8, q8_json, /*overwrite=*/true);
   fmt::print(out, "{}\n", Q::format_report(r8));
@@ -217,7 +229,7 @@ void run_checkpoint_demo(std::FILE* out, int number, const std::filesystem::path
   files.add_row({q4.filename().string(), Q::format_bytes(std::filesystem::file_size(q4)),
                  "int4, groups of 32"});
   files.add_row({"plots/", std::to_string(plotted.size()) + " PNG",
-                 "per int8 tensor: NAME.errors.png and NAME.report.png"});
+                 "attn_v, ffn_up, output (--plots draws all): NAME.errors.png, NAME.report.png"});
   fmt::print(out, "{}", files.str());
   fmt::print(out, "{}",
              wrap("NAME.errors.png: the original, the codes, the dequantized tensor and |error| "
@@ -229,9 +241,11 @@ void run_checkpoint_demo(std::FILE* out, int number, const std::filesystem::path
        {fmt::format("lucidq inspect {}", q4.string()),
         fmt::format("lucidq dequantize {} -o {} --dtype bfloat16 --force", q4.string(),
                     (dir / "model.q4.bf16.safetensors").string()),
-        fmt::format("lucidq plot {} --tensor model.layers.0.mlp.up_proj.weight --rows 0:16 "
+        fmt::format("lucidq plot {} --tensor blk.0.ffn_up.weight --rows 0:16 "
                     "--cols 0:16 --dtype qint4 --group-size 8 -o {} --force",
-                    model.string(), (dir / "up_proj.corner.png").string())}) {
+                    model.string(), (dir / "ffn_up.corner.png").string()),
+        fmt::format("lucidq quantize {} -o {} --type Q4_K_M --force", model.string(),
+                    (dir / "model-Q4_K_M.gguf").string())}) {
     fmt::print(out, "  {}\n", command);
   }
 }

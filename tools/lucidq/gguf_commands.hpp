@@ -40,9 +40,6 @@ struct GgufQuantizeRun {
   bool dry_run = false;
 };
 
-/// True when `lucidq quantize` runs the GGUF job: the input is a GGUF file, the output ends
-/// in ".gguf", or --type is given.
-bool wants_gguf_job(const GgufQuantizeRun& run, const GgufQuantizeFlags& flags);
 /// Runs the GGUF job (or prints its plan with --dry-run) and prints the report.
 void run_gguf_quantize(const GgufQuantizeRun& run, const GgufQuantizeFlags& flags);
 

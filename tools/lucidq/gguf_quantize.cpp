@@ -3,8 +3,6 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
-#include <cctype>
-#include <filesystem>
 
 #include "gguf_commands.hpp"
 #include "interrupts.hpp"
@@ -15,6 +13,7 @@
 #include "plots.hpp"
 #include "print.hpp"
 #include "progress.hpp"
+#include "quantize_checks.hpp"
 
 namespace lucidq::cli {
 namespace {
@@ -171,13 +170,6 @@ void add_gguf_quantize_flags(CLI::App& cmd, GgufQuantizeFlags& f) {
       ->type_name("KEY=TYPE:VALUE");
 }
 
-bool wants_gguf_job(const GgufQuantizeRun& run, const GgufQuantizeFlags& flags) {
-  std::string extension = std::filesystem::path(run.output).extension().string();
-  std::transform(extension.begin(), extension.end(), extension.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return !flags.type.empty() || extension == ".gguf" || Q::is_gguf_path(run.input);
-}
-
 void run_gguf_quantize(const GgufQuantizeRun& run, const GgufQuantizeFlags& flags) {
   Q::GgufQuantizeOptions options = options_from(run, flags);
   std::optional<Q::ImportanceMatrix> imatrix;
@@ -185,8 +177,13 @@ void run_gguf_quantize(const GgufQuantizeRun& run, const GgufQuantizeFlags& flag
     imatrix = Q::load_importance_matrix(flags.imatrix);
     options.imatrix = &*imatrix;
   }
+  const std::vector<Q::GgufTensorPlan> plan = Q::plan_gguf_quantization(run.input, options);
+  std::vector<std::string> names;
+  for (const Q::GgufTensorPlan& p : plan)
+    names.push_back(p.name);
+  check_patterns_match(options.recipe, names, run.input, run.strict);
   if (run.dry_run) {
-    print_plan(Q::plan_gguf_quantization(run.input, options));
+    print_plan(plan);
     return;
   }
   if (run.output.empty()) throw Q::Error("--output is required (expected -o OUT.gguf)");
@@ -196,7 +193,7 @@ void run_gguf_quantize(const GgufQuantizeRun& run, const GgufQuantizeFlags& flag
   std::vector<std::string> plots;
   if (!run.plots.empty()) {
     std::vector<std::string> planned;
-    for (const Q::GgufTensorPlan& p : Q::plan_gguf_quantization(run.input, options)) {
+    for (const Q::GgufTensorPlan& p : plan) {
       if (p.output_type != p.input_type) planned.push_back(p.name);
     }
     options.on_tensor = reconstruction_plot_writer(run.plots, run.force, planned, plots);

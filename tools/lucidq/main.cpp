@@ -12,6 +12,7 @@
 #include "interrupts.hpp"
 #include "lucid/quantization/error.hpp"
 #include "lucid/quantization/version.hpp"
+#include "quantize_checks.hpp"
 
 namespace {
 
@@ -62,6 +63,13 @@ int handle_parse_error(const CLI::App& app, const CLI::ParseError& e) {
     } else {
       fmt::print(stderr, "{}\n", app.help());
     }
+  }
+  if (!selected.empty() && dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr &&
+      selected.back()->get_name() == "quantize") {
+    std::vector<std::string> extras = selected.back()->remaining();
+    if (extras.empty()) extras = app.remaining();
+    const std::string hint = lucidq::cli::quantize_parse_hint(*selected.back(), extras);
+    if (!hint.empty()) message += " (" + hint + ")";
   }
   print_error(message);
   const std::string help_command =

@@ -18,6 +18,7 @@
 #include "plots.hpp"
 #include "print.hpp"
 #include "progress.hpp"
+#include "quantize_checks.hpp"
 #include "settings_flags.hpp"
 
 namespace lucidq::cli {
@@ -42,17 +43,9 @@ struct QuantizeArgs {
   GgufQuantizeFlags gguf;
 };
 
-// The GGUF job's arguments; --include has no meaning there.
-GgufQuantizeRun gguf_run_of_checked(const QuantizeArgs& a) {
-  GgufQuantizeRun run{a.input, a.output, a.recipe, a.exclude, a.json,
-                      a.plots, a.strict, a.force,  a.quiet,   a.dry_run};
-  if (!wants_gguf_job(run, a.gguf)) return run;
-  if (!a.include.empty()) {
-    throw Q::Error(
-        "--include is for lucidq checkpoints (expected --recipe rules with "
-        "\"ggml_type\", or the preset's mixture, for GGUF output)");
-  }
-  return run;
+GgufQuantizeRun gguf_run_of(const QuantizeArgs& a) {
+  return {a.input, a.output, a.recipe, a.exclude, a.json,
+          a.plots, a.strict, a.force,  a.quiet,   a.dry_run};
 }
 
 Q::QuantRecipe recipe_from(const QuantizeArgs& a) {
@@ -64,10 +57,21 @@ std::string action_text(const Q::TensorPlan& p) {
   return p.settings ? Q::describe(*p.settings) : "keep";
 }
 
-// --dry-run: what each tensor would become, and why.
-void print_plan(const QuantizeArgs& a, const Q::QuantRecipe& recipe) {
+// The plan, after warning about patterns that match nothing and tensors that look like
+// mistakes (errors with --strict).
+std::vector<Q::TensorPlan> checked_plan(const QuantizeArgs& a, const Q::QuantRecipe& recipe) {
   const auto file = Q::SafetensorsFile::open(a.input);
-  const std::vector<Q::TensorPlan> plan = Q::plan_quantization(file, recipe);
+  std::vector<Q::TensorPlan> plan = Q::plan_quantization(file, recipe);
+  std::vector<std::string> names;
+  for (const Q::TensorPlan& p : plan)
+    names.push_back(p.entry.name);
+  check_patterns_match(recipe, names, a.input, a.strict);
+  check_plan(plan, a.input, a.strict);
+  return plan;
+}
+
+// --dry-run: what each tensor would become, and why.
+void print_plan(const std::vector<Q::TensorPlan>& plan) {
   Table table({{"tensor", Align::left},
                {"shape", Align::left},
                {"dtype", Align::left},
@@ -82,8 +86,9 @@ void print_plan(const QuantizeArgs& a, const Q::QuantRecipe& recipe) {
 
 void run_quantize(const QuantizeArgs& a) {
   const Q::QuantRecipe recipe = recipe_from(a);
+  const std::vector<Q::TensorPlan> plan = checked_plan(a, recipe);
   if (a.dry_run) {
-    print_plan(a, recipe);
+    print_plan(plan);
     return;
   }
   check_new_output(a.output, a.force);
@@ -98,7 +103,7 @@ void run_quantize(const QuantizeArgs& a) {
   std::vector<std::string> plots;
   if (!a.plots.empty()) {
     std::vector<std::string> planned;
-    for (const Q::TensorPlan& p : Q::plan_quantization(Q::SafetensorsFile::open(a.input), recipe)) {
+    for (const Q::TensorPlan& p : plan) {
       if (p.settings) planned.push_back(p.entry.name);
     }
     options.on_tensor = plot_writer(a.plots, a.force, planned, plots);
@@ -185,16 +190,19 @@ void add_quantize_command(CLI::App& app) {
                   "Write two PNG plots per quantized tensor into DIR (uses memory: 12 bytes per "
                   "element of the largest tensor)")
       ->type_name("DIR");
-  cmd->add_flag("--strict", args->strict, "Fail on NaN or Inf instead of counting them");
+  cmd->add_flag("--strict", args->strict,
+                "Fail on NaN or Inf instead of counting them, and on the warnings: patterns "
+                "that match no tensor, 1-D or growing tensors quantized, ragged groups");
   cmd->add_flag("-f,--force", args->force, "Replace existing output files");
   cmd->add_flag("-q,--quiet", args->quiet, "No progress bar and no report on stdout");
   cmd->add_flag("-n,--dry-run", args->dry_run,
                 "Print what each tensor would become and which rule decides; write nothing");
   add_gguf_quantize_flags(*cmd, args->gguf);
-  cmd->callback([args] {
-    const GgufQuantizeRun gguf = gguf_run_of_checked(*args);
-    if (wants_gguf_job(gguf, args->gguf)) {
-      run_gguf_quantize(gguf, args->gguf);
+  cmd->callback([args, cmd] {
+    const QuantizeJob job = quantize_job(args->input, args->output, args->gguf.type);
+    check_quantize_flags(*cmd, job, args->output);
+    if (job.gguf) {
+      run_gguf_quantize(gguf_run_of(*args), args->gguf);
       return;
     }
     if (!args->dry_run && args->output.empty()) {

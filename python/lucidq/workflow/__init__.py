@@ -5,7 +5,8 @@ names are also reachable as lucidq.<name> and lucid.quantization.<name>,
 imported on first touch. Submodules: observer (observers as torch modules),
 fake_quantize (FakeQuantize, LearnableFakeQuantize), qconfig (QConfig and
 presets), qconfig_mapping (QConfigMapping), quantize (prepare, convert,
-prepare_qat, quantize_dynamic, fuse_modules, save_quantized, ...).
+prepare_qat, quantize_dynamic, fuse_modules, save_quantized, ...), fx (graph mode:
+prepare_fx, convert_fx, ...).
 """
 
 from .._workflow_names import TORCH_MISSING, WORKFLOW_NAMES
@@ -18,6 +19,7 @@ except ImportError as _error:
 from .algorithms import *  # noqa: E402,F401,F403
 from .calibration import *  # noqa: E402,F401,F403
 from .fake_quantize import *  # noqa: E402,F401,F403
+from .fx import *  # noqa: E402,F401,F403
 from .observer import *  # noqa: E402,F401,F403
 from .qconfig import *  # noqa: E402,F401,F403
 from .qconfig_mapping import *  # noqa: E402,F401,F403

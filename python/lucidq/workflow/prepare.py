@@ -33,6 +33,7 @@ from . import fused, stubs
 from ._hooks import check_linear_input_hook, observe_output_hook
 from ._paths import record_paths
 from .convert import remove_observers, swap_modules
+from .dynamic import DynamicConfig, WeightOnlyConfig
 from .mappings import observes_output, qat_mapping, static_mapping
 from .qconfig import as_qconfig
 from .qconfig_mapping import (
@@ -104,7 +105,11 @@ def _as_mapping(qconfig_mapping, fn):
                 "(FX mode only; use set_module_name)")
         convert = {"": as_qconfig(entries.pop("", None))}
         for key, pairs in entries.items():
-            convert[key] = [(k, as_qconfig(v)) for k, v in pairs]
+            # torch's default mappings list method names torch.Tensor does not have
+            # ("hardsigmoid"): no call can match them, so they are dropped
+            convert[key] = [(k, as_qconfig(v)) for k, v in pairs
+                            if not (key == "object_type" and isinstance(k, str)
+                                    and not hasattr(torch.Tensor, k))]
         return QConfigMapping.from_dict(convert)
     try:
         return QConfigMapping().set_global(as_qconfig(qconfig_mapping))
@@ -125,6 +130,11 @@ def propagate_qconfig(model, qconfig_mapping=None, fn="prepare"):
         raise _lucidq.Error(f"{fn}: {error}") from None
     for name, module in model.named_modules():
         module.qconfig = qconfig_mapping.qconfig_for(name, module)
+        if isinstance(module.qconfig, (DynamicConfig, WeightOnlyConfig)):
+            raise _lucidq.Error(
+                f"{fn}: the mapping gives module {name!r} ({type(module).__name__}) a "
+                f"{type(module.qconfig).__name__} (expected a QConfig or None: use "
+                "quantize_dynamic / quantize_weight_only, or prepare_fx, which applies them)")
 
 
 def _inherit(module, parent_qconfig):

@@ -2,7 +2,9 @@
 
     QConfigMapping()
         .set_global(qconfig)                    every module not matched below
-        .set_object_type(nn.Linear, qconfig)    modules of exactly that type
+        .set_object_type(nn.Linear, qconfig)    modules of exactly that type (graph
+                                                mode: also functions, operator.add, and
+                                                torch.Tensor method names, "mean")
         .set_module_name_regex("enc.*", qc)     names matching (re.match; first
                                                 registered pattern wins)
         .set_module_name("enc.fc1", qconfig)    that module and its submodules
@@ -10,7 +12,9 @@
         precedence module name (the name itself, then its parents: "a.b.c",
         "a.b", "a") > regex > object type > global, as torch's
         maybe_adjust_qconfig_for_module_type_or_name. None (set anywhere)
-        means "leave this module float".
+        means "leave this module float". Values: QConfig (lucidq's or torch's), None,
+        and for prepare_fx also DynamicConfig / WeightOnlyConfig (dynamic / weight-only
+        Linear and recurrent modules; eager prepare refuses them).
     check_module_names(model)  ValueError naming every module_name key that is
         not a submodule of model (a typo would otherwise silently do nothing).
     to_dict() / from_dict(d)   torch's dict form: keys "", "object_type",
@@ -57,6 +61,10 @@ _NAME_KEY = "module_name"
 
 
 def _check_qconfig(qconfig, what):
+    from .dynamic import DynamicConfig, WeightOnlyConfig  # dynamic imports the module swap
+
+    if isinstance(qconfig, (DynamicConfig, WeightOnlyConfig)):
+        return qconfig  # graph mode's dynamic / weight-only entries (prepare_fx)
     try:
         return as_qconfig(qconfig)
     except ValueError as error:
@@ -77,10 +85,16 @@ class QConfigMapping:
         return self
 
     def set_object_type(self, object_type, qconfig):
-        if not isinstance(object_type, type) or not issubclass(object_type, torch.nn.Module):
+        """object_type: a torch.nn.Module subclass; for graph mode (prepare_fx) also a function
+        (operator.add, torch.cat, F.relu) or a torch.Tensor method name ("mean")."""
+        is_module_type = isinstance(object_type, type) and issubclass(object_type, torch.nn.Module)
+        is_function = callable(object_type) and not isinstance(object_type, type)
+        is_method = isinstance(object_type, str) and hasattr(torch.Tensor, object_type)
+        if not (is_module_type or is_function or is_method):
             raise ValueError(
                 f"QConfigMapping.set_object_type: {object_type!r} (expected a torch.nn.Module "
-                "subclass such as torch.nn.Linear)"
+                "subclass such as torch.nn.Linear, a function such as operator.add, or a "
+                "torch.Tensor method name such as 'mean')"
             )
         self.object_type_qconfigs[object_type] = _check_qconfig(qconfig, "set_object_type")
         return self
@@ -115,7 +129,12 @@ class QConfigMapping:
 
     def qconfig_for(self, module_name, module):
         """The QConfig for `module` at dotted path `module_name` ("" = the root), or None."""
-        qconfig = self.object_type_qconfigs.get(type(module), self.global_qconfig)
+        return self.qconfig_for_object(module_name, type(module))
+
+    def qconfig_for_object(self, module_name, object_type):
+        """The QConfig for an object (module type, function or method name) inside the module
+        at `module_name`, with the same precedence."""
+        qconfig = self.object_type_qconfigs.get(object_type, self.global_qconfig)
         for pattern, regex_qconfig in self.module_name_regex_qconfigs.items():
             if re.match(pattern, module_name):
                 qconfig = regex_qconfig

@@ -413,18 +413,42 @@ class Demo(CliCase):
         for _ in range(2):  # the second run replaces the demo's own files
             r = self.run_lucidq("demo", "--section", "checkpoint", "--out", "d")
             self.assertIn("5. The main job: quantize a checkpoint", r.stdout)
-            self.assertRegex(r.stdout, r"model\.layers\.0\.mlp\.up_proj\.weight +\[172, 64\] +"
+            self.assertRegex(r.stdout, r"blk\.0\.ffn_up\.weight +\[512, 256\] +"
                                        r"per_channel_symmetric axis 0 +BF16 -> qint8")
             self.assertIn("Files in d:", r.stdout)
         self.assertEqual(sorted(os.listdir(self.path("d"))),
                          [".lucidq-demo", "model.q4.safetensors", "model.q8.json",
                           "model.q8.safetensors", "model.safetensors", "plots"])
-        self.assertEqual(len(os.listdir(self.path("d/plots"))), 12)
+        self.assertEqual(sorted(os.listdir(self.path("d/plots"))),
+                         sorted(f"{n}.{kind}.png" for n in ("blk.0.attn_v.weight", "blk.0.ffn_up.weight",
+                                                            "output.weight") for kind in ("errors", "report")))
         os.mkdir(self.path("mine"))
         self.write("mine/notes.txt", b"mine")
         r = self.run_lucidq("demo", "--section", "checkpoint", "--out", "mine", expect=1)
         self.assertIn("mine: exists and was not made by lucidq demo", r.stderr)
         self.assertEqual(os.listdir(self.path("mine")), ["notes.txt"])
+
+    def test_demo_model_gets_llama_quantizes_k_quant_mixture(self):
+        # The README's GGUF example: rows of 256 and llama's names give real K-quants (q6_K
+        # where llama-quantize's Q4_K_M mixture asks for more bits), no legacy fallbacks.
+        self.run_lucidq("demo", "--section", "checkpoint", "--out", "work")
+        self.run_lucidq("quantize", "work/model.safetensors", "-o", "work/model-f16.gguf", "--type",
+                        "F16", "--metadata", "general.architecture=str:llama", "--quiet")
+        r = self.run_lucidq("quantize", "work/model-f16.gguf", "-o", "work/model-Q4_K_M.gguf",
+                            "--type", "Q4_K_M")
+        self.assertEqual(r.stderr, "")
+        info = json.loads(self.run_lucidq("inspect", "work/model-Q4_K_M.gguf", "--json").stdout)
+        types = {t["name"]: t["type"] for t in info["tensors"]}
+        self.assertEqual(types["blk.0.attn_v.weight"], "q6_K")
+        self.assertEqual(types["blk.0.ffn_down.weight"], "q6_K")
+        self.assertEqual(types["output.weight"], "q6_K")
+        for name in ("token_embd.weight", "blk.0.attn_q.weight", "blk.0.ffn_up.weight"):
+            self.assertEqual(types[name], "q4_K", name)
+        two_d = [t for t in info["tensors"] if len(t["shape"]) == 2]
+        self.assertEqual(len(two_d), 9)
+        self.assertTrue(all(t["type"] in ("q4_K", "q6_K") for t in two_d), types)
+        self.run_lucidq("quantize", "work/model-f16.gguf", "-o", "work/model-Q4_0.gguf", "--type",
+                        "Q4_0", "--quiet")
 
 
 class Progress(CliCase):
