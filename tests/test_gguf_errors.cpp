@@ -174,9 +174,10 @@ TEST(GgufErrors, NamesKeysAndTypes) {
   EXPECT_ERROR_CONTAINS(parse(dup_tensor), "tensor \"a\": appears twice");
   Raw not_utf8;
   not_utf8.header(1, 0).tensor("blk.\xFF.w", {8}, 0, 0).pad().data(32);
-  EXPECT_ERROR_CONTAINS(parse(not_utf8),
-                        "m.gguf: tensor \"blk.\xEF\xBF\xBD.w\": name is not valid UTF-8 (byte 0xFF at "
-                        "offset 4");
+  EXPECT_ERROR_CONTAINS(
+      parse(not_utf8),
+      "m.gguf: tensor \"blk.\xEF\xBF\xBD.w\": name is not valid UTF-8 (byte 0xFF at "
+      "offset 4");
   Raw dup_key;
   dup_key.header(0, 2).str("k").put<std::uint32_t>(0).put<std::uint8_t>(1);
   dup_key.str("k").put<std::uint32_t>(0).put<std::uint8_t>(2);

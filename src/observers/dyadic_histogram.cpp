@@ -163,7 +163,8 @@ DyadicHistogram DyadicHistogram::from_json(const Json& value, std::int64_t bins,
     const auto bin = pair[0].get<std::int64_t>();
     const auto count = pair[1].get<std::int64_t>();
     if (bin < 0 || bin > last || count <= 0 || count > total - sum) {
-      bad_state(who, "histogram count " + detail::json_excerpt(pair) + " outside the grid or the total");
+      bad_state(who,
+                "histogram count " + detail::json_excerpt(pair) + " outside the grid or the total");
     }
     h.counts_[static_cast<std::size_t>(bin)] += count;
     sum += count;

@@ -388,7 +388,8 @@ void MovingAveragePerChannelMinMaxObserver::load_state(std::string_view state) {
   }
   for (const detail::Json& b : batches) {
     if (!b.is_number_integer() || b.get<std::int64_t>() < 0) {
-      detail::bad_state(name(), "\"batches\" holds " + detail::json_excerpt(b) + " (expected counts >= 0)");
+      detail::bad_state(name(),
+                        "\"batches\" holds " + detail::json_excerpt(b) + " (expected counts >= 0)");
     }
     loaded.batches_.push_back(b.get<std::int64_t>());
   }
