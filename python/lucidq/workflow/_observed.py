@@ -10,8 +10,9 @@ import torch
 
 from .. import _lucidq
 from .._qscheme import QScheme
+from ._paths import label as _label
 
-__all__ = ["qdtype_of", "qscheme_of", "qparams_of", "check_observed"]
+__all__ = ["qdtype_of", "qscheme_of", "qparams_of", "check_observed", "output_qparams"]
 
 _TORCH_DTYPES = {torch.qint8: "qint8", torch.quint8: "quint8", torch.qint32: "qint32"}
 
@@ -92,3 +93,13 @@ def qparams_of(observer, where, activation=True):
     if scale.size != 1:
         raise _lucidq.Error(f"{where}: a per-tensor observer gave {scale.size} scales")
     return _lucidq.QParams.per_tensor(float(scale[0]), int(zero_point[0]), qdtype, scheme)
+
+
+def output_qparams(module):
+    """The calibrated output grid of a prepared module (its activation_post_process) as a
+    lucidq QParams; lucidq.Error naming the module when it has no observer or it saw no data."""
+    where = _label(module)
+    observer = getattr(module, "activation_post_process", None)
+    if observer is None:
+        raise _lucidq.Error(f"{where}: has no output observer (run prepare before convert)")
+    return qparams_of(observer, where)

@@ -17,24 +17,13 @@ from . import dropout as _dropout
 from . import float_rule as _rule
 from ._module_states import _decode_conv, _encode_conv
 from ._state import declare_state
+from ._state import grid_settings as _grid
+from ._state import settings_qdtype as _qdtype
+from ._state import with_bias as _with_bias
 
 __all__ = []
 
 declare_state(_conv.ConvReLU1d, _encode_conv, _decode_conv)
-
-
-def _grid(module):
-    return {"scale": module.scale, "zero_point": module.zero_point, "qdtype": module.qdtype.name}
-
-
-def _qdtype(settings):
-    return _lucidq.QDtype(settings["qdtype"])
-
-
-def _with_bias(tensors, bias):
-    if bias is not None:
-        tensors["bias"] = bias
-    return tensors
 
 
 def _int8_weight(codes, scales):

@@ -22,25 +22,14 @@ from . import pool as _pool
 from . import stubs as _stubs
 from . import weight_only as _weight_only
 from ._state import declare_state
+from ._state import grid_settings as _grid
+from ._state import settings_qdtype as _qdtype
+from ._state import with_bias as _with_bias
 
 __all__ = []
 
 _ACTIVATION_ARGS = ("alpha", "negative_slope", "approximate", "inplace")
 _POOL_ARGS = ("kernel_size", "stride", "padding", "dilation", "ceil_mode")
-
-
-def _grid(module):
-    return {"scale": module.scale, "zero_point": module.zero_point, "qdtype": module.qdtype.name}
-
-
-def _qdtype(settings):
-    return _lucidq.QDtype(settings["qdtype"])
-
-
-def _with_bias(tensors, bias):
-    if bias is not None:
-        tensors["bias"] = bias
-    return tensors
 
 
 def _int8_packed(weight):

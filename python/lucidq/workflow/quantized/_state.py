@@ -48,7 +48,8 @@ from torch import nn
 from ... import _lucidq
 
 __all__ = ["QuantizedState", "declare_state", "declared_types", "encode_module",
-           "decode_module", "float_shapes", "param_shape", "split_quantized", "join_quantized"]
+           "decode_module", "float_shapes", "param_shape", "split_quantized", "join_quantized",
+           "grid_settings", "settings_qdtype", "with_bias"]
 
 EXTRA_KEY = "_extra_state"
 GRID_TENSORS = {"scale": torch.float64, "zero_point": torch.int64}
@@ -277,3 +278,21 @@ class QuantizedState:
                 setattr(self, key, value)
         for key, child in fresh._modules.items():
             self._modules[key] = child
+
+
+# Helpers for encode / decode functions.
+def grid_settings(module):
+    """The output grid of a module as settings: scale, zero_point and the qdtype's name."""
+    return {"scale": module.scale, "zero_point": module.zero_point, "qdtype": module.qdtype.name}
+
+
+def settings_qdtype(settings):
+    """The lucidq QDtype named in settings["qdtype"]."""
+    return _lucidq.QDtype(settings["qdtype"])
+
+
+def with_bias(tensors, bias):
+    """tensors with "bias" added when bias is not None."""
+    if bias is not None:
+        tensors["bias"] = bias
+    return tensors

@@ -15,8 +15,7 @@ import torch
 from torch import nn
 
 from ... import _lucidq
-from .._observed import qparams_of
-from .._paths import label
+from .._observed import output_qparams
 from ..qtensor import codes_of, wrap_codes
 from ._io import float_array
 from ._state import QuantizedState
@@ -83,11 +82,7 @@ class _Lookup(QuantizedState, nn.Module):
         if cls.FIXED is not None:
             new = cls(copy.deepcopy(mod), *cls.FIXED)
         else:
-            where = label(mod)
-            observer = getattr(mod, "activation_post_process", None)
-            if observer is None:
-                raise _lucidq.Error(f"{where}: has no output observer (run prepare before convert)")
-            out = qparams_of(observer, where)
+            out = output_qparams(mod)
             new = cls(copy.deepcopy(mod), out.scale[0], out.zero_point[0], out.qdtype)
         new._lucidq_path = getattr(mod, "_lucidq_path", None)
         return new

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from ... import _lucidq
-from .._observed import qparams_of
+from .._observed import output_qparams
 from .._paths import label
 from ..qtensor import codes_of, wrap_codes
 from .functional import _dequantized, _requantize
@@ -26,14 +26,6 @@ __all__ = ["BatchNorm2d", "BatchNorm3d", "BNReLU2d", "BNReLU3d", "PReLU"]
 
 def _float32(tensor):
     return tensor.detach().to("cpu", torch.float32).numpy().copy()
-
-
-def _output_grid(mod):
-    where = label(mod)
-    observer = getattr(mod, "activation_post_process", None)
-    if observer is None:
-        raise _lucidq.Error(f"{where}: has no output observer (run prepare before convert)")
-    return qparams_of(observer, where)
 
 
 class _ChannelTable(QuantizedState, nn.Module):
@@ -118,7 +110,7 @@ class BatchNorm2d(_ChannelTable):
     def from_float(cls, mod):
         """From a prepared and calibrated float BatchNorm (or a fused BNReLU unit)."""
         where = label(mod)
-        out = _output_grid(mod)
+        out = output_qparams(mod)
         bn = mod[0] if isinstance(mod, nn.Sequential) else mod
         if bn.running_mean is None or bn.running_var is None:
             raise _lucidq.Error(
@@ -172,7 +164,7 @@ class PReLU(_ChannelTable):
     @classmethod
     def from_float(cls, mod):
         """From a prepared and calibrated float PReLU."""
-        out = _output_grid(mod)
+        out = output_qparams(mod)
         new = cls(_float32(mod.weight), out.scale[0], out.zero_point[0],
                   out.qdtype)
         new._lucidq_path = getattr(mod, "_lucidq_path", None)

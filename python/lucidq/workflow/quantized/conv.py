@@ -8,18 +8,17 @@ channel (the qconfig's weight observer), packed once (im2col GEMM, pointwise GEM
 depthwise kernel).
 """
 
-import numpy as np
 from torch import nn
 
 from ... import _lucidq
-from .._observed import qparams_of
+from .._observed import output_qparams
 from .._paths import label
 from ..qtensor import codes_of, wrap_codes
 from ._io import float_bias
 from ._state import QuantizedState
 from ._weights import int8_codes
 
-__all__ = ["Conv1d", "Conv2d", "ConvReLU1d", "ConvReLU2d"]
+__all__ = ["Conv1d", "Conv2d", "ConvReLU1d", "ConvReLU2d", "observed_conv"]
 
 
 def _pair(value):
@@ -31,6 +30,29 @@ def _conv_of(mod):
     if isinstance(mod, nn.Sequential):
         return mod[0]
     return mod.conv if isinstance(getattr(mod, "conv", None), nn.Module) else mod
+
+
+def observed_conv(mod):
+    """What convert takes from a prepared and calibrated conv (float, fused or QAT, with its
+    BatchNorm folded in): (output QParams from its activation_post_process, the nn.Conv*,
+    int8 weight codes, their per-channel scales, the float bias). Weights go through the
+    weight_fake_quant (QAT) or a fresh qconfig.weight() observer; lucidq.Error names the
+    module when it has no observer or a padding_mode other than zeros."""
+    where = label(mod)
+    out = output_qparams(mod)
+    conv = _conv_of(mod)
+    if getattr(conv, "padding_mode", "zeros") != "zeros":
+        raise _lucidq.Error(
+            f"{where}: padding_mode = {conv.padding_mode!r} (expected 'zeros')")
+    if hasattr(mod, "weight_fake_quant"):
+        weight_observer = mod.weight_fake_quant
+        weight, bias = mod.weight_and_bias() if hasattr(mod, "weight_and_bias") else (
+            mod.weight, mod.bias)
+    else:
+        weight_observer = mod.qconfig.weight()
+        weight, bias = conv.weight, conv.bias
+    codes, scales = int8_codes(weight, weight_observer, where)
+    return out, conv, codes, scales, bias
 
 
 class Conv2d(QuantizedState, nn.Module):
@@ -69,23 +91,7 @@ class Conv2d(QuantizedState, nn.Module):
         """From a prepared and calibrated float conv (or fused ConvReLU2d, or a QAT conv,
         with its BatchNorm folded in): output qparams from its activation_post_process,
         weights from its weight_fake_quant (QAT) or a fresh qconfig.weight() observer."""
-        where = label(mod)
-        observer = getattr(mod, "activation_post_process", None)
-        if observer is None:
-            raise _lucidq.Error(f"{where}: has no output observer (run prepare before convert)")
-        out = qparams_of(observer, where)
-        conv = _conv_of(mod)
-        if getattr(conv, "padding_mode", "zeros") != "zeros":
-            raise _lucidq.Error(
-                f"{where}: padding_mode = {conv.padding_mode!r} (expected 'zeros')")
-        if hasattr(mod, "weight_fake_quant"):
-            weight_observer = mod.weight_fake_quant
-            weight, bias = mod.weight_and_bias() if hasattr(mod, "weight_and_bias") else (
-                mod.weight, mod.bias)
-        else:
-            weight_observer = mod.qconfig.weight()
-            weight, bias = conv.weight, conv.bias
-        codes, scales = int8_codes(weight, weight_observer, where)
+        out, conv, codes, scales, bias = observed_conv(mod)
         if cls.SPATIAL_DIMS == 1:
             codes = codes[:, :, None, :]
         packed = _lucidq.PackedConvWeights.pack(codes, scales, groups=conv.groups)

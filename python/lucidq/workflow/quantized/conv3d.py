@@ -14,13 +14,12 @@ import numpy as np
 from torch import nn
 
 from ... import _lucidq
-from .._observed import qparams_of
 from .._paths import label
 from ..qtensor import codes_of, wrap_codes
 from ._io import float_bias
+from .conv import observed_conv
 from ._requant import requantize_channels
 from ._state import QuantizedState
-from ._weights import int8_codes
 
 __all__ = ["Conv3d", "ConvReLU3d", "padding_amounts"]
 
@@ -38,13 +37,6 @@ def padding_amounts(padding, kernel, dilation):
         totals = [d * (k - 1) for k, d in zip(kernel, dilation)]
         return tuple((t // 2, t - t // 2) for t in totals)
     return tuple((p, p) for p in padding)
-
-
-def _conv_of(mod):
-    """The nn.Conv3d of a float conv, a fused unit (its first part) or a QAT ConvBn unit."""
-    if isinstance(mod, nn.Sequential):
-        return mod[0]
-    return mod.conv if isinstance(getattr(mod, "conv", None), nn.Module) else mod
 
 
 class Conv3d(QuantizedState, nn.Module):
@@ -87,23 +79,7 @@ class Conv3d(QuantizedState, nn.Module):
         """From a prepared and calibrated float Conv3d (or fused ConvReLU3d, or a QAT conv
         with its BatchNorm folded in): output qparams from its activation_post_process,
         weights from its weight_fake_quant (QAT) or a fresh qconfig.weight() observer."""
-        where = label(mod)
-        observer = getattr(mod, "activation_post_process", None)
-        if observer is None:
-            raise _lucidq.Error(f"{where}: has no output observer (run prepare before convert)")
-        out = qparams_of(observer, where)
-        conv = _conv_of(mod)
-        if getattr(conv, "padding_mode", "zeros") != "zeros":
-            raise _lucidq.Error(
-                f"{where}: padding_mode = {conv.padding_mode!r} (expected 'zeros')")
-        if hasattr(mod, "weight_fake_quant"):
-            weight_observer = mod.weight_fake_quant
-            weight, bias = mod.weight_and_bias() if hasattr(mod, "weight_and_bias") else (
-                mod.weight, mod.bias)
-        else:
-            weight_observer = mod.qconfig.weight()
-            weight, bias = conv.weight, conv.bias
-        codes, scales = int8_codes(weight, weight_observer, where)
+        out, conv, codes, scales, bias = observed_conv(mod)
         taps = [
             _lucidq.PackedConvWeights.pack(np.ascontiguousarray(codes[:, :, kd]), scales,
                                            groups=conv.groups)

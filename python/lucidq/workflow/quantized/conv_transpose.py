@@ -16,7 +16,7 @@ import numpy as np
 from torch import nn
 
 from ... import _lucidq
-from .._observed import qparams_of
+from .._observed import output_qparams
 from .._paths import label
 from ..qtensor import codes_of, wrap_codes
 from ._io import float_bias
@@ -91,10 +91,7 @@ class _ConvTransposeNd(QuantizedState, nn.Module):
         """From a prepared and calibrated float ConvTranspose: output qparams from its
         activation_post_process, weights through a fresh qconfig.weight() observer."""
         where = label(mod)
-        observer = getattr(mod, "activation_post_process", None)
-        if observer is None:
-            raise _lucidq.Error(f"{where}: has no output observer (run prepare before convert)")
-        out = qparams_of(observer, where)
+        out = output_qparams(mod)
         if mod.padding_mode != "zeros":
             raise _lucidq.Error(f"{where}: padding_mode = {mod.padding_mode!r} (expected 'zeros')")
         weight = _output_major(mod.weight.detach(), mod.groups)

@@ -18,7 +18,7 @@ from torch import nn
 import torch.nn.functional as F
 
 from ... import _lucidq
-from .._observed import qparams_of
+from .._observed import output_qparams
 from .._paths import label
 from ..qtensor import codes_of, wrap_codes
 from ._requant import code_dtype
@@ -52,11 +52,7 @@ class _FloatRule(QuantizedState, nn.Module):
         if cls.FIXED is not None:
             grid = cls.FIXED + (_lucidq.quint8,)
         else:
-            where = label(mod)
-            observer = getattr(mod, "activation_post_process", None)
-            if observer is None:
-                raise _lucidq.Error(f"{where}: has no output observer (run prepare before convert)")
-            out = qparams_of(observer, where)
+            out = output_qparams(mod)
             grid = (out.scale[0], out.zero_point[0], out.qdtype)
         params = [getattr(mod, name, None) for name in ("weight", "bias")]
         params = [None if p is None else p.detach().to("cpu", torch.float32).numpy().copy()

@@ -12,7 +12,7 @@ from torch import nn
 
 from ... import _lucidq
 from ...nn import QuantizedLinear
-from .._observed import qparams_of
+from .._observed import output_qparams
 from .._paths import label
 from ..qtensor import codes_of, wrap_codes
 from ._io import float_bias
@@ -56,10 +56,7 @@ class Linear(QuantizedState, nn.Module):
         output qparams from its activation_post_process, weights from its weight_fake_quant
         (QAT) or a fresh qconfig.weight() observer (PTQ)."""
         where = label(mod)
-        observer = getattr(mod, "activation_post_process", None)
-        if observer is None:
-            raise _lucidq.Error(f"{where}: has no output observer (run prepare before convert)")
-        out = qparams_of(observer, where)
+        out = output_qparams(mod)
         if hasattr(mod, "weight_fake_quant"):
             weight_observer = mod.weight_fake_quant
             weight, bias = mod.weight_and_bias() if hasattr(mod, "weight_and_bias") else (

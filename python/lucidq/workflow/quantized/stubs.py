@@ -5,7 +5,7 @@ import torch
 from torch import nn
 
 from ... import _lucidq
-from .._observed import qparams_of
+from .._observed import output_qparams
 from .._paths import label
 from ..qtensor import codes_of, wrap_codes
 from ._io import float_array
@@ -30,11 +30,7 @@ class Quantize(QuantizedState, nn.Module):
 
     @classmethod
     def from_float(cls, mod):
-        where = label(mod)
-        observer = getattr(mod, "activation_post_process", None)
-        if observer is None:
-            raise _lucidq.Error(f"{where}: has no output observer (run prepare before convert)")
-        qparams = qparams_of(observer, where)
+        qparams = output_qparams(mod)
         new = cls(qparams.scale[0], qparams.zero_point[0], qparams.qdtype)
         new._lucidq_path = getattr(mod, "_lucidq_path", None)
         return new
