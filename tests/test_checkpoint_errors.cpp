@@ -52,6 +52,14 @@ std::vector<BadFile> bad_files() {
       {"truncated to 5 bytes", good.substr(0, 5), "file is 5 bytes (expected at least 8", nullptr},
       {"header length past the end", past_end, "header length 255 runs past the end", nullptr},
       {"header over 100 MB", huge_length + "{}", "exceeds the limit of 100000000 bytes", nullptr},
+      {"a GGUF file", std::string("GGUF\x03\0\0\0", 8) + std::string(64, '\0'),
+       "is a GGUF file, not a safetensors file", nullptr},
+      {"another binary format",
+       std::string("\x7F"
+                   "ELF\x02\x01\x01\0",
+                   8) +
+           std::string(64, 'x'),
+       "is not a safetensors file (no JSON header", nullptr},
       {"invalid JSON", header(R"({"a":{"dtype":"F32",)"), "header is not valid JSON", nullptr},
       {"invalid UTF-8", header("{\"a\xff\":{}}"), "header is not valid UTF-8", nullptr},
       {"unknown dtype", header(R"({"a":{"dtype":"F8_E4M3","shape":[2],"data_offsets":[0,2]}})", 2),

@@ -423,13 +423,23 @@ SafetensorsHeader parse_safetensors_header(std::span<const std::byte> file_bytes
                    "JSON header)");
   }
   const std::uint64_t header_length = read_le64(file_bytes.data());
-  if (header_length > kSafetensorsMaxHeaderBytes) {
-    fail(file, "header length " + u64(header_length) + " exceeds the limit of " +
-                   u64(kSafetensorsMaxHeaderBytes) +
-                   " bytes (expected a header of at most 100 MB)");
-  }
-  if (header_length > size - 8) {
-    fail(file, "header length " + u64(header_length) + " runs past the end of the file (" +
+  if (header_length > kSafetensorsMaxHeaderBytes || header_length > size - 8) {
+    // A header that does not start with '{' means another format (named when it is GGUF);
+    // one that does is a safetensors file cut short.
+    const bool json = size > 8 && static_cast<char>(file_bytes[8]) == '{';
+    const bool gguf = std::memcmp(file_bytes.data(), "GGUF", 4) == 0;
+    const std::string what = gguf   ? "is a GGUF file, not a safetensors file (GGUF files are "
+                                      "read by lucidq inspect, lucidq quantize and lucidq "
+                                      "dequantize; this reads safetensors): "
+                             : json ? ""
+                                    : "is not a safetensors file (no JSON header after the "
+                                      "first 8 bytes): ";
+    if (header_length > kSafetensorsMaxHeaderBytes) {
+      fail(file, what + "header length " + u64(header_length) + " exceeds the limit of " +
+                     u64(kSafetensorsMaxHeaderBytes) +
+                     " bytes (expected a header of at most 100 MB)");
+    }
+    fail(file, what + "header length " + u64(header_length) + " runs past the end of the file (" +
                    u64(size) + " bytes; expected at most " + u64(size - 8) + ")");
   }
   const std::string_view text(reinterpret_cast<const char*>(file_bytes.data()) + 8,
