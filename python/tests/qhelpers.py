@@ -1,5 +1,7 @@
 """Shared helpers of the lucidq Python tests: dtype / scheme tables and float comparisons."""
 
+import functools
+
 import numpy as np
 
 import lucidq as Q
@@ -62,3 +64,28 @@ def slot_index(shape, qparams):
     grids = np.indices(shape)
     grids[axis] = np.broadcast_to(channel // qparams.group_size, shape)
     return np.ravel_multi_index(tuple(grids), pshape)
+
+
+@functools.lru_cache(maxsize=None)
+def engine_is_exact(engine):
+    """Whether `engine`'s u8 x s8 products are exact on this CPU, measured on the worst case:
+    activations all 255 (dynamic qparams scale 1, zero point 0) times weights all 127
+    (scale 1) must give 255 * 127 * K exactly (< 2^24, so exact in float32 too)."""
+    import torch
+
+    saved = torch.backends.quantized.engine
+    torch.backends.quantized.engine = engine
+    try:
+        n, k = 8, 64
+        w = torch.quantize_per_channel(torch.full((n, k), 127.0), torch.ones(n, dtype=torch.double),
+                                       torch.zeros(n, dtype=torch.long), 0, torch.qint8)
+        params = torch.ops.quantized.linear_prepack(w, None)
+        y = torch.ops.quantized.linear_dynamic(torch.full((2, k), 255.0), params, False)
+    finally:
+        torch.backends.quantized.engine = saved
+    expected = 255.0 * 127.0 * k
+    got = float(y.flatten()[0])
+    exact = bool(torch.all(y == expected))
+    print(f"engine {engine}: 255 x 127 x K={k} gives {got:.0f} (exact {expected:.0f}): "
+          f"{'exact' if exact else 'NOT exact (saturating u8 x s8 products)'}")
+    return exact
