@@ -139,7 +139,7 @@ for _float, _quantized in [
 ]:
     register_static(_float, _quantized)
 
-for _float in q.functional.float_functional_types():
+for _float in q.functional.FLOAT_FUNCTIONAL_TYPES:
     register_static(_float, q.QFunctional)
 
 for _float, _qat in [

@@ -39,7 +39,7 @@ from .qconfig import as_qconfig
 from .qconfig_mapping import (
     QConfigMapping, get_default_qat_qconfig_mapping, get_default_qconfig_mapping,
 )
-from .quantized.functional import float_functional_types
+from .quantized.functional import FLOAT_FUNCTIONAL_TYPES
 
 _QUANT_STUBS = (stubs.QuantStub, _torch_ao.QuantStub)
 _log = logging.getLogger("lucidq")
@@ -180,7 +180,7 @@ def _add_observers(module, mapping, units):
     for child in module.children():
         if type(child) is nn.Dropout:
             continue
-        if isinstance(child, float_functional_types()):
+        if isinstance(child, FLOAT_FUNCTIONAL_TYPES):
             count += _observe_functional(child)
         elif _is_unit(child, units):
             count += _observe(child, mapping)

@@ -21,8 +21,8 @@ from ._paths import label
 __all__ = ["QuantizedCodes", "codes_of", "wrap_codes", "is_quantized"]
 
 _TORCH_QDTYPES = {torch.quint8: "quint8", torch.qint8: "qint8"}
-_LUCIDQ_TO_TORCH = {"quint8": torch.quint8, "qint8": torch.qint8}
-_TYPESTR = {torch.quint8: "|u1", torch.qint8: "|i1"}
+_LUCIDQ_TO_TORCH = {name: dtype for dtype, name in _TORCH_QDTYPES.items()}
+_TYPESTR = {torch.quint8: "|u1", torch.qint8: "|i1"}  # NumPy's uint8 / int8
 _QDTYPES = {dtype: _lucidq.QDtype(name) for dtype, name in _TORCH_QDTYPES.items()}
 
 QuantizedCodes = collections.namedtuple("QuantizedCodes", "array scale zero_point qdtype")

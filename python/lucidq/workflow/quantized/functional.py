@@ -12,6 +12,7 @@ the input's as torch does (they are not observed).
 """
 
 import numpy as np
+import torch.ao.nn.quantized as _torch_quantized
 from torch import nn
 
 from ... import _lucidq
@@ -20,7 +21,7 @@ from .._paths import label
 from ..qtensor import codes_of, wrap_codes
 from ._state import QuantizedState
 
-__all__ = ["QFunctional"]
+__all__ = ["QFunctional", "FLOAT_FUNCTIONAL_TYPES"]
 
 _BYTES = np.arange(256, dtype=np.uint8)
 
@@ -185,10 +186,7 @@ class QFunctional(QuantizedState, nn.Module):
         return f"scale={self.scale:.6g}, zero_point={self.zero_point}, qdtype={self.qdtype.name}"
 
 
-def float_functional_types():
-    """torch's FloatFunctional classes (and FXFloatFunctional) that convert to QFunctional."""
-    import torch.ao.nn.quantized as torch_quantized
-
-    return tuple(getattr(torch_quantized, name) for name in ("FloatFunctional",
-                                                             "FXFloatFunctional")
-                 if hasattr(torch_quantized, name))
+# torch's FloatFunctional classes (and FXFloatFunctional) that convert to QFunctional.
+FLOAT_FUNCTIONAL_TYPES = tuple(getattr(_torch_quantized, name)
+                               for name in ("FloatFunctional", "FXFloatFunctional")
+                               if hasattr(_torch_quantized, name))
